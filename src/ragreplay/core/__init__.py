@@ -1,0 +1,1 @@
+"""Pure core: types, ids, verdicts, statistics. No I/O, no adapters."""

@@ -1,0 +1,75 @@
+"""The seams between the engine and its adapters. The engine only knows these protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from ragreplay.core.types import Answer, Case, Judgment, Message
+from ragreplay.providers.base import ChatRequest, ChatResponse
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that answers a chat request: a real endpoint, the fake, or a wrapper around either."""
+
+    @property
+    def name(self) -> str:
+        """``provider:model``, as the user wrote it."""
+        ...
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer one request. Raises :class:`~ragreplay.providers.base.ProviderError` on failure."""
+        ...
+
+
+class Target(Protocol):
+    """The RAG under test."""
+
+    @property
+    def name(self) -> str:
+        """A short label for reports."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """A content hash of the target's configuration, stored on every run."""
+        ...
+
+    async def answer(self, question: str, case: Case) -> Answer:
+        """Answer ``question`` (the pinned standalone rewrite of ``case.query``)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and other resources."""
+        ...
+
+
+class Judge(Protocol):
+    """Decides whether a new answer fits the old one."""
+
+    @property
+    def name(self) -> str:
+        """The judge model or local judge, named in every report."""
+        ...
+
+    @property
+    def prompt_version(self) -> str:
+        """Version of the judge prompt, stored on every judgment."""
+        ...
+
+    async def judge(self, case: Case, question: str, new_answer: Answer) -> Judgment:
+        """Judge one case; an unparseable reply gives ``Fit.UNSCORABLE``, never an exception."""
+        ...
+
+
+class CacheBackend(Protocol):
+    """Content-addressed storage of model responses."""
+
+    def cache_get(self, key: str) -> Mapping[str, Any] | None:
+        """The stored response for ``key``, or ``None``."""
+        ...
+
+    def cache_put(self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        """Store a response (idempotent: a second put with the same key keeps the first)."""
+        ...

@@ -1,0 +1,1 @@
+"""Model providers: one async way to call a model (OpenAI-compatible, fake), with limits, retries and a cache."""

@@ -1,0 +1,77 @@
+"""The tiny provider contract: a chat request in, a chat response out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragreplay.core.types import TokenUsage
+
+
+class ChatMessage(BaseModel):
+    """One message sent to a chat model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatRequest(BaseModel):
+    """A chat completion request.
+
+    ``messages``, ``temperature``, ``max_tokens``, ``json_mode`` and ``prompt_version`` change the answer and
+    are part of the cache key. ``hints`` is never sent to a real endpoint nor hashed: it carries the
+    structured inputs of a task so the shipped fake model can answer deterministically.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[ChatMessage, ...]
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    json_mode: bool = False
+    prompt_version: str = ""
+    task: str = ""
+    hints: dict[str, Any] = Field(default_factory=dict)
+
+    def cache_payload(self) -> dict[str, Any]:
+        """The parts of the request that change the answer."""
+        return {
+            "messages": [m.model_dump() for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "json_mode": self.json_mode,
+            "prompt_version": self.prompt_version,
+        }
+
+
+class ChatResponse(BaseModel):
+    """A chat completion response with its accounting."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    model: str
+    usage: TokenUsage = TokenUsage()
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    cached: bool = False
+
+
+class ProviderError(Exception):
+    """A model call failed. ``transient`` errors (429, 5xx, timeouts, connection drops) may be retried."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.status = status
+        self.retry_after = retry_after
