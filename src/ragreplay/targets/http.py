@@ -1,0 +1,265 @@
+"""An HTTP endpoint as the RAG under test: a templated request in, dotted paths into the JSON response out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ragreplay.core.ids import content_hash
+from ragreplay.core.types import Answer, Case
+from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.targets.config import HttpTargetConfig, describe_exception, expand_env
+from ragreplay.targets.python import coerce_chunks, coerce_tokens
+
+_PLACEHOLDER = re.compile(r"\{(question|user_id|conversation_id|turn_index|history_json|tags_json)\}")
+_EXCERPT = 300
+
+
+def template_values(question: str, case: Case) -> dict[str, str]:
+    """The values a request template can use, as text."""
+    history = [{"role": m.role.value, "content": m.content} for m in case.history]
+    return {
+        "question": question,
+        "user_id": case.user_id or "",
+        "conversation_id": case.conversation_id,
+        "turn_index": str(case.turn_index),
+        "history_json": json.dumps(history, ensure_ascii=False),
+        "tags_json": json.dumps(case.tags, ensure_ascii=False, sort_keys=True),
+    }
+
+
+def render_template(template: Any, values: Mapping[str, str], structured: Mapping[str, Any]) -> Any:
+    """Substitute ``{name}`` placeholders in every string leaf of a JSON template.
+
+    A leaf that is exactly ``{history}`` or ``{tags}`` becomes the structured value (a list / an object)
+    rather than its JSON text.
+    """
+    if isinstance(template, str):
+        if template.startswith("{") and template.endswith("}") and template[1:-1] in structured:
+            return structured[template[1:-1]]
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    if isinstance(template, dict):
+        return {k: render_template(v, values, structured) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render_template(v, values, structured) for v in template]
+    return template
+
+
+def get_path(data: Any, path: str) -> Any:
+    """Follow a dotted path (``data.answer``, ``choices.0.message.content``); KeyError names the bad step."""
+    current = data
+    for part in path.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif (
+            isinstance(current, list)
+            and re.fullmatch(r"-?\d+", part)
+            and -len(current) <= int(part) < len(current)
+        ):
+            current = current[int(part)]
+        else:
+            raise KeyError(part)
+    return current
+
+
+class _Transient(Exception):
+    """A failure worth retrying (429, 5xx, timeout, connection error)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _Permanent(Exception):
+    """A failure not worth retrying."""
+
+
+class HttpTarget:
+    """Sends one request per question, retrying transient failures with backoff; ``answer`` never raises."""
+
+    def __init__(
+        self,
+        cfg: HttpTargetConfig,
+        *,
+        name: str,
+        version: str | None = None,
+        source: str = "<config>",
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._cfg = cfg
+        self._name = name
+        self._version = version or content_hash(cfg.model_dump(mode="json"))
+        self._url = expand_env(cfg.url, source, "target.url")
+        if not self._url.startswith(("http://", "https://")):
+            raise ConfigError(
+                str(
+                    InputProblem(
+                        source,
+                        None,
+                        "target.url",
+                        f"'{self._url}' is not an http(s) URL",
+                        "use http://host/path",
+                    )
+                )
+            )
+        self._headers = expand_env(cfg.headers, source, "target.headers")
+        body = cfg.body if cfg.body is not None or cfg.method == "GET" else {"question": "{question}"}
+        self._body = expand_env(body, source, "target.body")
+        self._client = client
+        self._own_client = client is None
+        self._semaphore = asyncio.Semaphore(cfg.max_concurrency)
+
+    @property
+    def name(self) -> str:
+        """A short label for reports."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """Hash of the configuration as written (secrets from the environment are not part of it)."""
+        return self._version
+
+    async def answer(self, question: str, case: Case) -> Answer:
+        """Ask the endpoint; failures (after retries) come back as ``Answer.error`` with the latency spent."""
+        async with self._semaphore:
+            start = time.perf_counter()
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    answer = await self._attempt(question, case)
+                except _Transient as exc:
+                    if attempt <= self._cfg.retries:
+                        await asyncio.sleep(self._delay(attempt, exc.retry_after))
+                        continue
+                    return self._failed(str(exc), start, attempt)
+                except _Permanent as exc:
+                    return self._failed(str(exc), start, attempt)
+                elapsed = (time.perf_counter() - start) * 1000
+                extra = {**answer.extra, "attempts": attempt}
+                return answer.model_copy(update={"latency_ms": elapsed, "extra": extra})
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this target opened."""
+        if self._client is not None and self._own_client:
+            await self._client.aclose()
+            self._client = None
+
+    def _failed(self, message: str, start: float, attempts: int) -> Answer:
+        elapsed = (time.perf_counter() - start) * 1000
+        if attempts > 1:
+            message += f" (after {attempts} attempts)"
+        return Answer(text="", error=message, latency_ms=elapsed, extra={"attempts": attempts})
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self._cfg.max_backoff_s)
+        base = min(self._cfg.backoff_s * 2 ** (attempt - 1), self._cfg.max_backoff_s)
+        return base * (1 + 0.1 * random.random())  # jitter keeps concurrent retries apart
+
+    async def _attempt(self, question: str, case: Case) -> Answer:
+        values = template_values(question, case)
+        structured = {
+            "history": json.loads(values["history_json"]),
+            "tags": dict(case.tags),
+        }
+        url = _PLACEHOLDER.sub(lambda m: quote(values[m.group(1)], safe=""), self._url)
+        headers = {k: _PLACEHOLDER.sub(lambda m: values[m.group(1)], v) for k, v in self._headers.items()}
+        body = render_template(self._body, values, structured)
+        request: dict[str, Any] = {"headers": headers}
+        if self._cfg.method == "GET":
+            if isinstance(body, dict):
+                request["params"] = {k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()}
+        elif body is not None:
+            request["json"] = body
+        if self._client is None:
+            limits = httpx.Limits(max_connections=self._cfg.max_concurrency)
+            self._client = httpx.AsyncClient(timeout=self._cfg.timeout_s, limits=limits)
+        try:
+            response = await self._client.request(self._cfg.method, url, **request)
+        except httpx.TimeoutException as exc:
+            raise _Transient(f"timeout after {self._cfg.timeout_s:g}s ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise _Transient(f"connection error: {describe_exception(exc)}") from None
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise _Transient(f"HTTP {status}: {_excerpt(response.text)}", _retry_after(response))
+        if status >= 400:
+            raise _Permanent(f"HTTP {status}: {_excerpt(response.text)}")
+        return self._parse(response)
+
+    def _parse(self, response: httpx.Response) -> Answer:
+        cfg = self._cfg
+        if cfg.answer_path is None:
+            return Answer(text=response.text, extra={"status": response.status_code})
+        try:
+            data = response.json()
+        except ValueError:
+            raise _Permanent(f"response is not JSON: {_excerpt(response.text)}") from None
+        text = self._lookup(data, "answer_path", cfg.answer_path, response)
+        if not isinstance(text, str):
+            raise _Permanent(f"answer_path '{cfg.answer_path}' is a {type(text).__name__}, not text")
+        try:
+            contexts = coerce_chunks(
+                self._lookup(data, "contexts_path", cfg.contexts_path, response),
+                cfg.context_id_field,
+                cfg.context_score_field,
+                cfg.context_text_field,
+            )
+            tokens = coerce_tokens(self._lookup(data, "tokens_path", cfg.tokens_path, response))
+            cost = self._lookup(data, "cost_path", cfg.cost_path, response)
+            cost_usd = float(cost) if cost is not None else 0.0
+        except (ValueError, TypeError) as exc:
+            raise _Permanent(f"bad response: {exc}") from None
+        return Answer(
+            text=text,
+            contexts=contexts,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            extra={"status": response.status_code},
+        )
+
+    @staticmethod
+    def _lookup(data: Any, field: str, path: str | None, response: httpx.Response) -> Any:
+        if path is None:
+            return None
+        try:
+            return get_path(data, path)
+        except KeyError as exc:
+            raise _Permanent(
+                f"{field} '{path}': no '{exc.args[0]}' in response {_excerpt(response.text)}"
+            ) from None
+
+
+def http_target_from_config(cfg: HttpTargetConfig, name: str, source: str) -> HttpTarget:
+    """Build an HTTP target; ``${VAR}`` in url, headers and body are expanded now (missing -> ConfigError)."""
+    return HttpTarget(cfg, name=name, source=source)
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT else flat[:_EXCERPT] + "..."
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
