@@ -293,6 +293,27 @@ async def test_logged_target_reads_log_file_with_ingest() -> None:
     assert missing.error == NO_ANSWER
 
 
+async def test_logged_target_uses_inline_field_mapping(tmp_path: Path) -> None:
+    if not hasattr(importlib.import_module("ragreplay.ingest"), "iter_file_cases"):
+        pytest.skip("ragreplay.ingest.iter_file_cases not available yet")
+    line = (FIXTURES / "october.jsonl").read_text().replace('"id": "conv_001"', '"session": "s1"')
+    (tmp_path / "renamed.jsonl").write_text(line)
+    path = write(
+        tmp_path,
+        "target:\n  kind: logged\n  log: renamed.jsonl\n  format: canonical\n"
+        "  mapping: {fields: {session: id}}\n  match: question\n",
+    )
+    target = load_target(path)
+    answer = await target.answer("who is lisa?", make_case(conversation_id="elsewhere"))
+    assert answer.text == "Lisa is the HR lead."
+    assert answer.contexts == (RetrievedChunk(id="doc12#3", score=0.81),)
+    bad = write(
+        tmp_path, "target:\n  kind: logged\n  log: renamed.jsonl\n  mapping: {fields: {session: nope}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"target\.mapping"):
+        load_target(bad)
+
+
 def test_logged_target_missing_log_is_config_error(tmp_path: Path) -> None:
     path = write(tmp_path, "target:\n  kind: logged\n  log: ../nowhere.jsonl\n")
     with pytest.raises(ConfigError, match=r"target\.log.*not found"):
