@@ -1,0 +1,82 @@
+"""What every part of the store shares: the engine, transactions, and dialect-specific upserts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import ColumnElement
+
+from ragreplay.store.connect import StoreError
+
+BATCH_SIZE = 1000
+
+
+class StoreBase:
+    """Holds the engine; subclasses add the tables' operations."""
+
+    url: str
+    _engine: Engine
+
+    def __init__(self, engine: Engine, display_url: str) -> None:
+        self._engine = engine
+        self.url = display_url
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A transaction that will write: committed on success, rolled back on any exception."""
+        with self._engine.connect() as conn:
+            conn.execution_options(store_write=True)
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """A short read-only transaction."""
+        with self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    def _insert(self, table: Table) -> Any:
+        """An INSERT supporting ``on_conflict_do_nothing/update`` on this store's dialect."""
+        if self._engine.dialect.name == "postgresql":
+            return postgresql.insert(table)
+        return sqlite.insert(table)
+
+    def _insert_ignore(self, table: Table, keys: Sequence[str]) -> Any:
+        """INSERT that keeps the existing row when ``keys`` already exist."""
+        return self._insert(table).on_conflict_do_nothing(index_elements=list(keys))
+
+    def _upsert(self, table: Table, keys: Sequence[str]) -> Any:
+        """INSERT that replaces every non-key column when ``keys`` already exist."""
+        stmt = self._insert(table)
+        update = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
+        return stmt.on_conflict_do_update(index_elements=list(keys), set_=update)
+
+
+def unique_by_prefix(conn: Connection, id_column: ColumnElement[str], prefix: str, what: str) -> str | None:
+    """The one id equal to or starting with ``prefix``; ``None`` if none, :class:`StoreError` if several."""
+    if not prefix:
+        return None
+    exact = conn.execute(select(id_column).where(id_column == prefix)).scalar_one_or_none()
+    if exact is not None:
+        return exact
+    found = list(
+        conn.execute(
+            select(id_column).where(id_column.startswith(prefix, autoescape=True)).limit(6)
+        ).scalars()
+    )
+    if len(found) > 1:
+        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise StoreError(
+            f"The {what} id prefix {prefix!r} is ambiguous: it matches {shown}. Fix: type more characters."
+        )
+    return found[0] if found else None
+
+
+def chunked(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+    """``items`` in slices of at most ``size`` (keeps IN lists within every backend's limits)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,211 @@
+"""Ordered schema migrations, applied in one transaction when a store is opened.
+
+Modelled on simonw/llm: each migration is a function registered in order with its version number; the
+``schema_migrations`` table records which versions a store has. A migration is never edited once released:
+change the schema by appending a new one (and update :mod:`ragreplay.store.schema` to match).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    func,
+    inspect,
+    select,
+    text,
+)
+
+from ragreplay.store.connect import StoreError
+from ragreplay.store.schema import Id, UTCDateTime, schema_migrations
+
+# Any constant works; it only has to be the same for every ragreplay process sharing a database.
+_PG_MIGRATION_LOCK = 0x72_61_67_72  # "ragr"
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema's history."""
+
+    version: int
+    name: str
+    apply: Callable[[Connection], None]
+
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(version: int) -> Callable[[Callable[[Connection], None]], Callable[[Connection], None]]:
+    """Register the decorated function as migration ``version`` (versions must be added in order)."""
+
+    def register(fn: Callable[[Connection], None]) -> Callable[[Connection], None]:
+        MIGRATIONS.append(Migration(version, fn.__name__, fn))
+        check_order(MIGRATIONS)
+        return fn
+
+    return register
+
+
+def check_order(migrations: Sequence[Migration]) -> None:
+    """Raise ``ValueError`` unless versions run 1, 2, 3, ... with no gap or repeat (a programming error)."""
+    for expected, step in enumerate(migrations, start=1):
+        if step.version != expected:
+            raise ValueError(f"migration {step.name} has version {step.version}, expected {expected}")
+
+
+def latest_version(migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """The version a store has once every migration has run."""
+    return migrations[-1].version if migrations else 0
+
+
+def current_version(conn: Connection) -> int:
+    """The highest version recorded in the store, 0 for a new store."""
+    if not inspect(conn).has_table(schema_migrations.name):
+        return 0
+    return int(conn.execute(select(func.coalesce(func.max(schema_migrations.c.version), 0))).scalar_one())
+
+
+def check_not_newer(version: int, display_url: str, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    """Refuse a store written by a newer ragreplay: this code would misread it."""
+    known = latest_version(migrations)
+    if version > known:
+        raise StoreError(
+            f"The store at {display_url} has schema version {version}, but this ragreplay only "
+            f"knows versions up to {known}. "
+            "Fix: upgrade ragreplay (pip install -U ragreplay) or open another store."
+        )
+
+
+def migrate(conn: Connection, display_url: str, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Apply the pending ``migrations`` in order on ``conn`` (inside the caller's transaction).
+
+    Returns the versions applied, empty when the store was up to date.
+    """
+    check_order(migrations)
+    if conn.dialect.name == "postgresql":
+        # Two processes opening a new store at once would otherwise both try to create the tables.
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+    schema_migrations.create(conn, checkfirst=True)
+    version = current_version(conn)
+    check_not_newer(version, display_url, migrations)
+    applied = []
+    for step in migrations:
+        if step.version <= version:
+            continue
+        step.apply(conn)
+        conn.execute(
+            schema_migrations.insert().values(
+                version=step.version, name=step.name, applied_at=datetime.now(UTC)
+            )
+        )
+        applied.append(step.version)
+    return applied
+
+
+@migration(1)
+def m001_initial(conn: Connection) -> None:
+    """Sources, conversations, cases, skips, pinned rewrites, runs, results and the model-call cache."""
+    md = MetaData()
+    Table(
+        "sources",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("path", Text, nullable=False),
+        Column("format", Text, nullable=False),
+        Column("ingested_at", UTCDateTime, nullable=False),
+        Column("n_conversations", Integer, nullable=False),
+        Column("n_cases", Integer, nullable=False),
+        Column("n_skipped", Integer, nullable=False),
+    )
+    Table(
+        "conversations",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("source_id", Id, ForeignKey("sources.id"), nullable=False),
+        Column("user_id", Text),
+        Column("n_messages", Integer, nullable=False),
+        Column("data", Text, nullable=False),
+        Index("ix_conversations_source", "source_id"),
+    )
+    Table(
+        "cases",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("source_id", Id, ForeignKey("sources.id"), nullable=False),
+        Column("conversation_id", Id, ForeignKey("conversations.id"), nullable=False),
+        Column("turn_index", Integer, nullable=False),
+        Column("feedback", Text, nullable=False),
+        Column("data", Text, nullable=False),
+        Index("ix_cases_order", "conversation_id", "turn_index", "id"),
+        Index("ix_cases_source", "source_id"),
+    )
+    Table(
+        "skips",
+        md,
+        Column("source_id", Id, ForeignKey("sources.id"), primary_key=True),
+        Column("conversation_id", Id, primary_key=True),
+        Column("message_index", Integer, primary_key=True, autoincrement=False),
+        Column("reason", Text, nullable=False),
+    )
+    # No foreign key to cases: a rewrite or result may refer to a case from elsewhere (e.g. a regression set).
+    Table(
+        "rewrites",
+        md,
+        Column("case_id", Id, primary_key=True),
+        Column("data", Text, nullable=False),
+        Column("pinned_at", UTCDateTime, nullable=False),
+    )
+    Table(
+        "runs",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("finished_at", UTCDateTime),
+        Column("status", Text, nullable=False),
+        Column("target_name", Text, nullable=False),
+        Column("target_version", Text, nullable=False),
+        Column("judge_name", Text, nullable=False),
+        Column("judge_prompt_version", Text, nullable=False),
+        Column("rewriter_name", Text),
+        Column("rewrite_prompt_version", Text),
+        Column("config_hash", Text, nullable=False),
+        Column("dataset_hash", Text, nullable=False),
+        Column("n_cases", Integer, nullable=False),
+        Column("config", Text, nullable=False),
+        Index("ix_runs_created", "created_at"),
+        Index("ix_runs_hashes", "config_hash", "dataset_hash"),
+    )
+    Table(
+        "results",
+        md,
+        Column("run_id", Id, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+        Column("case_id", Id, primary_key=True),
+        Column("status", Text, nullable=False),
+        Column("rewrite", Text),
+        Column("answer", Text),
+        Column("judgment", Text),
+        Column("verdict", Text),
+        Column("error", Text),
+        Column("updated_at", UTCDateTime, nullable=False),
+        Index("ix_results_run_status", "run_id", "status"),
+    )
+    Table(
+        "llm_cache",
+        md,
+        Column("key", Id, primary_key=True),
+        Column("model", Text, nullable=False),
+        Column("request", Text, nullable=False),
+        Column("response", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn)

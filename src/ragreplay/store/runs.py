@@ -1,0 +1,150 @@
+"""Runs and their per-case results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Row, func, select, update
+
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
+from ragreplay.core.types import Answer, Judgment, Rewrite, Verdict
+from ragreplay.store.base import BATCH_SIZE, StoreBase, unique_by_prefix
+from ragreplay.store.connect import StoreError
+from ragreplay.store.schema import cases, dumps, results, runs, to_json
+
+_UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
+
+
+class RunsMixin(StoreBase):
+    """Creating runs, tracking their status and saving each case's result as it completes."""
+
+    def create_run(self, run: RunRecord, case_ids: Sequence[str]) -> None:
+        """Store a new run and a ``pending`` result row for each of ``case_ids``, in one transaction."""
+        now = datetime.now(UTC)
+        with self._write() as conn:
+            if conn.execute(select(runs.c.id).where(runs.c.id == run.id)).first() is not None:
+                raise StoreError(f"A run with id {run.id!r} already exists in the store at {self.url}.")
+            conn.execute(runs.insert(), [_run_row(run)])
+            ids = list(dict.fromkeys(case_ids))
+            for start in range(0, len(ids), BATCH_SIZE):
+                conn.execute(
+                    results.insert(),
+                    [
+                        {
+                            "run_id": run.id,
+                            "case_id": cid,
+                            "status": ResultStatus.PENDING.value,
+                            "updated_at": now,
+                        }
+                        for cid in ids[start : start + BATCH_SIZE]
+                    ],
+                )
+
+    def get_run(self, run_id_or_prefix: str) -> RunRecord | None:
+        """The run with this id or unique id prefix; raises ``StoreError`` if the prefix is ambiguous."""
+        with self._read() as conn:
+            found = unique_by_prefix(conn, runs.c.id, run_id_or_prefix, "run")
+            if found is None:
+                return None
+            return _run(conn.execute(select(runs).where(runs.c.id == found)).one())
+
+    def list_runs(self, limit: int | None = None) -> list[RunRecord]:
+        """Runs, newest first, at most ``limit`` of them."""
+        query = select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
+        with self._read() as conn:
+            return [_run(r) for r in conn.execute(query)]
+
+    def find_unfinished_run(self, config_hash: str, dataset_hash: str) -> RunRecord | None:
+        """The newest ``running`` or ``interrupted`` run of this configuration on this dataset, to resume."""
+        query = (
+            select(runs)
+            .where(runs.c.config_hash == config_hash, runs.c.dataset_hash == dataset_hash)
+            .where(runs.c.status.in_(_UNFINISHED))
+            .order_by(runs.c.created_at.desc(), runs.c.id.desc())
+            .limit(1)
+        )
+        with self._read() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _run(row)
+
+    def set_run_status(self, run_id: str, status: RunStatus, finished_at: datetime | None = None) -> None:
+        """Set a run's status and its ``finished_at`` (``None`` clears it, e.g. when a run resumes)."""
+        with self._write() as conn:
+            done = conn.execute(
+                update(runs).where(runs.c.id == run_id).values(status=status.value, finished_at=finished_at)
+            )
+            if done.rowcount == 0:
+                raise StoreError(
+                    f"There is no run {run_id!r} in the store at {self.url}. Fix: check the run id."
+                )
+
+    def save_result(self, result: ResultRecord) -> None:
+        """Insert or replace one case's result row (a single statement)."""
+        row = {
+            "run_id": result.run_id,
+            "case_id": result.case_id,
+            "status": result.status.value,
+            "rewrite": to_json(result.rewrite),
+            "answer": to_json(result.answer),
+            "judgment": to_json(result.judgment),
+            "verdict": None if result.verdict is None else result.verdict.value,
+            "error": result.error,
+            "updated_at": datetime.now(UTC),
+        }
+        with self._write() as conn:
+            conn.execute(self._upsert(results, ["run_id", "case_id"]), [row])
+
+    def load_results(self, run_id: str) -> list[ResultRecord]:
+        """Every result of a run, ordered by case (conversation_id, turn_index); results whose case is not
+        in the store come last, by case id."""
+        query = (
+            select(results)
+            .select_from(results.outerjoin(cases, cases.c.id == results.c.case_id))
+            .where(results.c.run_id == run_id)
+            .order_by(
+                cases.c.conversation_id.asc().nulls_last(),
+                cases.c.turn_index.asc().nulls_last(),
+                results.c.case_id,
+            )
+        )
+        with self._read() as conn:
+            return [_result(r) for r in conn.execute(query)]
+
+    def result_counts(self, run_id: str) -> dict[ResultStatus, int]:
+        """How many of a run's results are in each status (statuses with none are left out)."""
+        query = (
+            select(results.c.status, func.count())
+            .where(results.c.run_id == run_id)
+            .group_by(results.c.status)
+        )
+        with self._read() as conn:
+            return {ResultStatus(status): int(n) for status, n in conn.execute(query)}
+
+
+def _run_row(run: RunRecord) -> dict[str, Any]:
+    row = run.model_dump(mode="python")
+    row["status"] = run.status.value
+    row["config"] = dumps(run.model_dump(mode="json")["config"])
+    return row
+
+
+def _run(row: Row[Any]) -> RunRecord:
+    data = row._asdict()
+    data["config"] = json.loads(data["config"])
+    return RunRecord.model_validate(data)
+
+
+def _result(row: Row[Any]) -> ResultRecord:
+    return ResultRecord(
+        run_id=row.run_id,
+        case_id=row.case_id,
+        status=ResultStatus(row.status),
+        rewrite=None if row.rewrite is None else Rewrite.model_validate_json(row.rewrite),
+        answer=None if row.answer is None else Answer.model_validate_json(row.answer),
+        judgment=None if row.judgment is None else Judgment.model_validate_json(row.judgment),
+        verdict=None if row.verdict is None else Verdict(row.verdict),
+        error=row.error,
+    )

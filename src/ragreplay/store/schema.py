@@ -1,0 +1,157 @@
+"""The store's tables as the queries see them, and the column types they share with the migrations.
+
+These definitions describe the schema *after* every migration has run. The DDL that creates and changes
+tables lives, frozen, in :mod:`ragreplay.store.migrations`; a test checks that both agree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import Column, DateTime, Dialect, Integer, MetaData, Table, Text, TypeDecorator
+
+from ragreplay.core.ids import canonical_json
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware datetime, stored in UTC; naive values are taken to be UTC already.
+
+    PostgreSQL keeps it as ``timestamptz``; SQLite as fixed-width text, so it still sorts correctly.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Convert to UTC before storing."""
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Return an aware UTC datetime whatever the backend gave back."""
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# Ids compare byte-wise on both backends ("C" collation on PostgreSQL, SQLite's default BINARY), so every
+# ORDER BY on ids gives the same order everywhere and prefix searches can use the index.
+Id = Text().with_variant(Text(collation="C"), "postgresql")
+
+
+def to_json(model: BaseModel | None) -> str | None:
+    """Canonical JSON text of a pydantic model (``None`` stays ``None``)."""
+    return None if model is None else canonical_json(model.model_dump(mode="json"))
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text of plain data."""
+    return canonical_json(value)
+
+
+metadata = MetaData()
+
+schema_migrations = Table(
+    "schema_migrations",
+    metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("name", Text, nullable=False),
+    Column("applied_at", UTCDateTime, nullable=False),
+)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("path", Text, nullable=False),
+    Column("format", Text, nullable=False),
+    Column("ingested_at", UTCDateTime, nullable=False),
+    Column("n_conversations", Integer, nullable=False),
+    Column("n_cases", Integer, nullable=False),
+    Column("n_skipped", Integer, nullable=False),
+)
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("source_id", Id, nullable=False),
+    Column("user_id", Text),
+    Column("n_messages", Integer, nullable=False),
+    Column("data", Text, nullable=False),
+)
+
+cases = Table(
+    "cases",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("source_id", Id, nullable=False),
+    Column("conversation_id", Id, nullable=False),
+    Column("turn_index", Integer, nullable=False),
+    Column("feedback", Text, nullable=False),
+    Column("data", Text, nullable=False),
+)
+
+skips = Table(
+    "skips",
+    metadata,
+    Column("source_id", Id, primary_key=True),
+    Column("conversation_id", Id, primary_key=True),
+    Column("message_index", Integer, primary_key=True, autoincrement=False),
+    Column("reason", Text, nullable=False),
+)
+
+rewrites = Table(
+    "rewrites",
+    metadata,
+    Column("case_id", Id, primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("pinned_at", UTCDateTime, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("status", Text, nullable=False),
+    Column("target_name", Text, nullable=False),
+    Column("target_version", Text, nullable=False),
+    Column("judge_name", Text, nullable=False),
+    Column("judge_prompt_version", Text, nullable=False),
+    Column("rewriter_name", Text),
+    Column("rewrite_prompt_version", Text),
+    Column("config_hash", Text, nullable=False),
+    Column("dataset_hash", Text, nullable=False),
+    Column("n_cases", Integer, nullable=False),
+    Column("config", Text, nullable=False),
+)
+
+results = Table(
+    "results",
+    metadata,
+    Column("run_id", Id, primary_key=True),
+    Column("case_id", Id, primary_key=True),
+    Column("status", Text, nullable=False),
+    Column("rewrite", Text),
+    Column("answer", Text),
+    Column("judgment", Text),
+    Column("verdict", Text),
+    Column("error", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+llm_cache = Table(
+    "llm_cache",
+    metadata,
+    Column("key", Id, primary_key=True),
+    Column("model", Text, nullable=False),
+    Column("request", Text, nullable=False),
+    Column("response", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)

@@ -1,0 +1,73 @@
+"""Fixtures shared by the whole test suite."""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from ragreplay.store import Store
+
+# The PostgreSQL server the store tests use; each test gets its own schema on it.
+POSTGRES_URL = os.environ.get("RAGREPLAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@functools.cache
+def _postgres_unreachable() -> str | None:
+    """Why the test PostgreSQL server cannot be used, or ``None`` when it can (checked once per session)."""
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return None
+
+
+def _postgres_schema_url(schema: str) -> str:
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    return f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a fresh, empty store: a temporary SQLite file, or a new schema on the test PostgreSQL server.
+
+    Without a reachable PostgreSQL server the PostgreSQL variant is skipped, unless the CI environment
+    variable is set, where it fails.
+    """
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
+        return
+    problem = _postgres_unreachable()
+    if problem is not None:
+        message = (
+            f"PostgreSQL is not reachable at {POSTGRES_URL} ({problem}); set RAGREPLAY_TEST_POSTGRES_URL"
+        )
+        if _ci():
+            pytest.fail(f"{message}. CI is set, so the PostgreSQL store tests must run.")
+        pytest.skip(message)
+    schema = f"rr_test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield _postgres_schema_url(schema)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """An open, empty store on each backend of :func:`store_url`; closed after the test."""
+    opened = Store.open(store_url)
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -1,0 +1,413 @@
+"""The store on SQLite and PostgreSQL: migrations, ingest, cases, rewrites, runs, results and cache."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import Connection, inspect, text
+
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus, SourceRecord
+from ragreplay.core.types import (
+    Answer,
+    Case,
+    Conversation,
+    Feedback,
+    Fit,
+    Judgment,
+    Message,
+    Rewrite,
+    Role,
+    Skip,
+    SkipReason,
+    Verdict,
+)
+from ragreplay.store import Store, StoreError
+from ragreplay.store import sources as sources_module
+from ragreplay.store.connect import parse_store_url
+from ragreplay.store.migrations import MIGRATIONS, Migration, check_order, latest_version, migrate
+from ragreplay.store.schema import metadata
+
+T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+
+Item = tuple[Conversation, list[Case], list[Skip]]
+
+
+def conversation(conv_id: str, n_turns: int = 1, tags: dict[str, str] | None = None) -> Item:
+    """A conversation of ``n_turns`` question/answer pairs, every answer labelled, the first one skipped."""
+    messages: list[Message] = []
+    cases: list[Case] = []
+    for turn in range(n_turns):
+        messages.append(Message(role=Role.HUMAN, content=f"{conv_id} q{turn}"))
+        messages.append(Message(role=Role.AI, content=f"{conv_id} a{turn}", feedback=Feedback.GOOD))
+        cases.append(
+            Case(
+                id=f"case_{conv_id}_{turn}",
+                conversation_id=conv_id,
+                turn_index=2 * turn + 1,
+                query=f"{conv_id} q{turn}",
+                history=tuple(messages[:-2]),
+                old_answer=f"{conv_id} a{turn}",
+                feedback=Feedback.GOOD if turn % 2 == 0 else Feedback.BAD,
+                tags=tags or {},
+                ts=T0 + timedelta(minutes=turn),
+            )
+        )
+    conv = Conversation(id=conv_id, messages=tuple(messages), tags=tags or {})
+    skips = [Skip(conversation_id=conv_id, message_index=0, reason=SkipReason.NO_FEEDBACK)]
+    return conv, cases, skips
+
+
+def source(source_id: str = "src_aaaa", at: datetime = T0) -> SourceRecord:
+    return SourceRecord(id=source_id, path=f"/data/{source_id}.jsonl", format="jsonl", ingested_at=at)
+
+
+def run_record(run_id: str, created_at: datetime = T0, status: RunStatus = RunStatus.RUNNING) -> RunRecord:
+    return RunRecord(
+        id=run_id,
+        created_at=created_at,
+        status=status,
+        target_name="fake",
+        target_version="tv1",
+        judge_name="fake:judge",
+        judge_prompt_version="fit-v1",
+        rewriter_name="fake:rewriter",
+        rewrite_prompt_version="rw-v1",
+        config_hash="cfg1",
+        dataset_hash="ds1",
+        n_cases=2,
+        config={"target": {"name": "fake", "k": 3}, "ünïcode": [1, 2.5, None]},
+    )
+
+
+# --- migrations ---------------------------------------------------------------------------------------
+
+
+def _versions(conn: Connection) -> list[tuple[int, str]]:
+    return [
+        (r[0], str(r[1])) for r in conn.execute(text("SELECT version, applied_at FROM schema_migrations"))
+    ]
+
+
+def test_new_store_is_at_latest_version_and_reopening_changes_nothing(store_url: str) -> None:
+    with Store.open(store_url) as first:
+        assert first.schema_version() == latest_version() == len(MIGRATIONS)
+        with first._engine.connect() as conn:
+            before = _versions(conn)
+    with Store.open(store_url) as second:
+        with second._engine.connect() as conn:
+            assert _versions(conn) == before
+        assert [v for v, _ in before] == list(range(1, latest_version() + 1))
+
+
+def test_migrated_schema_matches_the_tables_the_queries_use(store: Store) -> None:
+    with store._engine.connect() as conn:
+        inspector = inspect(conn)
+        for table in metadata.sorted_tables:
+            stored = {c["name"] for c in inspector.get_columns(table.name)}
+            assert stored == {c.name for c in table.columns}, table.name
+
+
+def test_migrations_run_in_order_once_each(store_url: str) -> None:
+    calls: list[str] = []
+
+    def step(version: int, name: str) -> Migration:
+        return Migration(version, name, lambda conn: calls.append(name))
+
+    plan = [step(1, "one"), step(2, "two"), step(3, "three")]
+    with Store.open(store_url) as store, store._engine.begin() as conn:
+        conn.execute(text("DELETE FROM schema_migrations"))  # pretend nothing ran, then use our own list
+        assert migrate(conn, store.url, plan[:2]) == [1, 2]
+        assert migrate(conn, store.url, plan[:2]) == []
+        assert migrate(conn, store.url, plan) == [3]
+        assert [r[0] for r in conn.execute(text("SELECT version FROM schema_migrations ORDER BY 1"))] == [
+            1,
+            2,
+            3,
+        ]
+    assert calls == ["one", "two", "three"]
+
+
+def test_migration_list_out_of_order_is_refused() -> None:
+    def noop(conn: Connection) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="version 3, expected 2"):
+        check_order([Migration(1, "a", noop), Migration(3, "c", noop)])
+
+
+def test_failing_migration_rolls_back_its_ddl_and_version(store_url: str) -> None:
+    def create(conn: Connection) -> None:
+        conn.execute(text("CREATE TABLE extra_table (x INTEGER)"))
+
+    def boom(conn: Connection) -> None:
+        raise RuntimeError("boom")
+
+    plan = [
+        *MIGRATIONS,
+        Migration(len(MIGRATIONS) + 1, "create", create),
+        Migration(len(MIGRATIONS) + 2, "boom", boom),
+    ]
+    with Store.open(store_url) as store:
+        with pytest.raises(RuntimeError), store._engine.begin() as conn:
+            migrate(conn, store.url, plan)
+        with store._engine.connect() as conn:
+            assert not inspect(conn).has_table("extra_table")
+        assert store.schema_version() == latest_version()
+
+
+def test_store_newer_than_the_code_is_refused(store_url: str) -> None:
+    with Store.open(store_url) as store, store._engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO schema_migrations (version, name, applied_at) VALUES (:v, 'future', :t)"),
+            {"v": latest_version() + 1, "t": T0.replace(tzinfo=None)},
+        )
+    with pytest.raises(StoreError, match=rf"schema version {latest_version() + 1}.*Fix: upgrade ragreplay"):
+        Store.open(store_url)
+
+
+# --- ingest -------------------------------------------------------------------------------------------
+
+
+def test_write_source_counts_and_reads_back(store: Store) -> None:
+    stored = store.write_source(source(), [conversation("c1", 2), conversation("c2", 1)])
+    assert (stored.n_conversations, stored.n_cases, stored.n_skipped) == (2, 3, 2)
+    assert stored.ingested_at == T0 and stored.ingested_at.tzinfo is not None
+    assert store.has_source("src_aaaa") and not store.has_source("src_a")
+    assert store.list_sources() == [stored]
+    assert store.get_source("src_a") == stored
+    assert store.count_cases() == 3
+    assert store.skip_counts() == {SkipReason.NO_FEEDBACK: 2}
+    conv, cases, _ = conversation("c1", 2)
+    assert store.get_conversation("c1") == conv
+    assert store.get_cases(["case_c1_1", "nope", "case_c1_0"]) == {c.id: c for c in cases}
+
+
+def test_write_source_is_atomic_when_the_items_raise_midway(store: Store) -> None:
+    def items() -> Iterator[Item]:
+        for i in range(1500):  # more than one batch has been flushed when it fails
+            yield conversation(f"c{i:05d}")
+        raise ValueError("bad line 1501")
+
+    with pytest.raises(ValueError, match="bad line"):
+        store.write_source(source(), items())
+    assert not store.has_source("src_aaaa")
+    assert store.count_cases() == 0
+    assert store.get_conversation("c00000") is None
+    assert store.skip_counts() == {}
+
+
+def test_reingest_is_a_no_op_and_cases_keep_their_first_source(store: Store) -> None:
+    store.write_source(source("src_one"), [conversation("c1", 2)])
+    first = list(store.iter_cases())
+    store.write_source(source("src_one"), [conversation("c1", 2)])
+    store.write_source(source("src_two", T0 + timedelta(hours=1)), [conversation("c1", 2)])
+    assert list(store.iter_cases()) == first
+    assert store.count_cases() == 2
+    assert list(store.iter_cases(source_ids=["src_two"])) == []
+    assert [s.id for s in store.list_sources()] == ["src_one", "src_two"]
+
+
+def test_a_longer_export_of_a_conversation_replaces_it(store: Store) -> None:
+    store.write_source(source("src_one"), [conversation("c1", 1)])
+    longer = conversation("c1", 3)
+    store.write_source(source("src_two"), [longer])
+    stored = store.get_conversation("c1")
+    assert stored is not None and len(stored.messages) == 6
+    assert [c.turn_index for c in store.iter_cases()] == [1, 3, 5]
+    assert [c.turn_index for c in store.iter_cases(source_ids=["src_two"])] == [3, 5]
+
+
+def test_iter_cases_orders_and_filters(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sources_module, "BATCH_SIZE", 2)  # page through several reads
+    store.write_source(source("src_one"), [conversation("cb", 3, {"dept": "hr"}), conversation("ca", 2)])
+    store.write_source(source("src_two"), [conversation("cc", 2, {"dept": "it"}), conversation("B", 1)])
+    order = [(c.conversation_id, c.turn_index) for c in store.iter_cases()]
+    expected = [("B", 1), ("ca", 1), ("ca", 3), ("cb", 1), ("cb", 3), ("cb", 5), ("cc", 1), ("cc", 3)]
+    assert order == expected
+    assert {c.conversation_id for c in store.iter_cases(source_ids=["src_two"])} == {"cc", "B"}
+    assert [c.id for c in store.iter_cases(tags={"dept": "hr"})] == ["case_cb_0", "case_cb_1", "case_cb_2"]
+    assert list(store.iter_cases(source_ids=["src_two"], tags={"dept": "hr"})) == []
+    assert list(store.iter_cases(source_ids=[])) == []
+    assert store.skip_counts(["src_two"]) == {SkipReason.NO_FEEDBACK: 2}
+
+
+def test_source_prefix_lookup(store: Store) -> None:
+    store.write_source(source("src_ab1"), [])
+    store.write_source(source("src_ab2"), [])
+    assert store.get_source("src_ab1") is not None
+    assert store.get_source("zzz") is None
+    with pytest.raises(StoreError, match="ambiguous"):
+        store.get_source("src_ab")
+
+
+# --- rewrites, runs, results, cache -------------------------------------------------------------------
+
+
+def test_pin_rewrite_first_writer_wins(store: Store) -> None:
+    first = Rewrite(
+        original="and him?", query="Who is Bob?", rewritten=True, model="fake", prompt_version="r1"
+    )
+    other = Rewrite(original="and him?", query="Who is Robert?", rewritten=True)
+    assert store.get_rewrite("case_x") is None
+    assert store.pin_rewrite("case_x", first) == first
+    assert store.pin_rewrite("case_x", other) == first
+    assert store.get_rewrite("case_x") == first
+    store.pin_rewrite("case_y", other)
+    store.pin_rewrite("case_z", other)
+    assert store.unpin_rewrites(["case_x", "missing"]) == 1
+    assert store.get_rewrite("case_x") is None
+    assert store.unpin_rewrites() == 2
+    assert store.get_rewrite("case_y") is None
+
+
+def test_run_lifecycle_and_prefix_lookup(store: Store) -> None:
+    store.create_run(run_record("run_abc1", T0), ["case_1", "case_2"])
+    store.create_run(run_record("run_abc2", T0 + timedelta(minutes=5)), ["case_1"])
+    assert store.result_counts("run_abc1") == {ResultStatus.PENDING: 2}
+    assert store.get_run("run_abc1") == run_record("run_abc1", T0)
+    assert store.get_run("run_abc2") == run_record("run_abc2", T0 + timedelta(minutes=5))
+    store.create_run(run_record("run_zed", T0 - timedelta(days=1), RunStatus.DONE), [])
+    assert store.get_run("run_z") == run_record("run_zed", T0 - timedelta(days=1), RunStatus.DONE)
+    assert store.get_run("run_x") is None
+    assert store.get_run("run%") is None  # LIKE wildcards in a prefix are literal
+    assert store.get_run("") is None
+    with pytest.raises(StoreError, match=r"ambiguous.*run_abc1.*run_abc2"):
+        store.get_run("run_abc")
+    assert [r.id for r in store.list_runs()] == ["run_abc2", "run_abc1", "run_zed"]
+    assert [r.id for r in store.list_runs(limit=1)] == ["run_abc2"]
+
+    assert store.find_unfinished_run("cfg1", "ds1") == store.get_run("run_abc2")
+    finished = T0 + timedelta(hours=1)
+    store.set_run_status("run_abc2", RunStatus.DONE, finished_at=finished)
+    done = store.get_run("run_abc2")
+    assert done is not None and done.status is RunStatus.DONE and done.finished_at == finished
+    store.set_run_status("run_abc1", RunStatus.INTERRUPTED)
+    assert store.find_unfinished_run("cfg1", "ds1") == store.get_run("run_abc1")
+    assert store.find_unfinished_run("cfg1", "other") is None
+    with pytest.raises(StoreError, match="no run"):
+        store.set_run_status("run_missing", RunStatus.DONE)
+    with pytest.raises(StoreError, match="already exists"):
+        store.create_run(run_record("run_abc1"), [])
+
+
+def test_datetimes_come_back_in_utc(store: Store) -> None:
+    local = datetime(2026, 10, 1, 11, 30, tzinfo=timezone(timedelta(hours=2)))
+    store.create_run(run_record("run_tz", local), [])
+    got = store.get_run("run_tz")
+    assert got is not None and got.created_at == local and got.created_at.utcoffset() == timedelta(0)
+
+
+def test_results_upsert_and_load_in_case_order(store: Store) -> None:
+    store.write_source(source(), [conversation("cb", 2), conversation("ca", 1)])
+    ids = ["case_cb_1", "orphan_case", "case_ca_0", "case_cb_0"]
+    store.create_run(run_record("run_1"), ids)
+    done = ResultRecord(
+        run_id="run_1",
+        case_id="case_cb_0",
+        status=ResultStatus.DONE,
+        rewrite=Rewrite(original="q", query="q", rewritten=False),
+        answer=Answer(text="new", latency_ms=12.5, extra={"k": [1, 2]}),
+        judgment=Judgment(fit=Fit.FIT, reason="same", judge="fake", prompt_version="fit-v1"),
+        verdict=Verdict.GOOD_FIT,
+    )
+    store.save_result(ResultRecord(run_id="run_1", case_id="case_cb_0", status=ResultStatus.ERROR, error="x"))
+    store.save_result(done)
+    loaded = store.load_results("run_1")
+    assert [r.case_id for r in loaded] == ["case_ca_0", "case_cb_0", "case_cb_1", "orphan_case"]
+    assert loaded[1] == done
+    assert store.result_counts("run_1") == {ResultStatus.PENDING: 3, ResultStatus.DONE: 1}
+
+
+def test_results_can_be_written_from_another_thread(store: Store) -> None:
+    store.create_run(run_record("run_t"), ["case_1"])
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            store.save_result(ResultRecord(run_id="run_t", case_id="case_1", status=ResultStatus.DONE))
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join()
+    assert errors == []
+    assert store.result_counts("run_t") == {ResultStatus.DONE: 1}
+
+
+def test_cache_put_get_is_idempotent(store: Store) -> None:
+    request = {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
+    assert store.cache_get("k1") is None
+    store.cache_put("k1", "fake:m", request, {"text": "hello", "usage": {"input": 3, "output": 1}})
+    store.cache_put("k1", "fake:m", request, {"text": "different"})
+    assert store.cache_get("k1") == {"text": "hello", "usage": {"input": 3, "output": 1}}
+    assert store.cache_count() == 1
+
+
+def test_a_second_open_sees_the_data(store_url: str) -> None:
+    with Store.open(store_url) as writer:
+        writer.write_source(source(), [conversation("c1", 2)])
+        writer.cache_put("k", "m", {}, {"text": "t"})
+        with Store.open(store_url) as reader:  # both open at once
+            assert reader.count_cases() == 2
+    with Store.open(store_url) as again:
+        assert [c.id for c in again.iter_cases()] == ["case_c1_0", "case_c1_1"]
+        assert again.cache_get("k") == {"text": "t"}
+
+
+# --- URLs and errors ----------------------------------------------------------------------------------
+
+
+def test_paths_and_urls_are_normalised(tmp_path: object) -> None:
+    url, shown = parse_store_url("postgresql://me:s3cret@db.example:5432/rr")
+    assert url.drivername == "postgresql+psycopg" and url.password == "s3cret"
+    assert shown == "postgresql://me:***@db.example:5432/rr"
+    assert parse_store_url("postgres://me@db/rr")[0].drivername == "postgresql+psycopg"
+    url, shown = parse_store_url("relative/store.db")
+    assert (
+        url.drivername == "sqlite" and url.database is not None and url.database.endswith("relative/store.db")
+    )
+    assert shown.startswith("sqlite:////")
+
+
+def test_a_plain_path_creates_a_sqlite_store_with_wal(tmp_path: pytest.TempPathFactory) -> None:
+    path = f"{tmp_path}/nested/dir/store.db"
+    with Store.open(path) as store, store._engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("mysql://me:s3cret@localhost/rr", r"Unsupported store URL 'mysql://me:\*\*\*@localhost/rr'.*Fix:"),
+        ("postgresql+psycopg2://me:s3cret@localhost/rr", r"Unsupported PostgreSQL driver.*Fix:"),
+        (
+            "postgresql://me:s3cret@127.0.0.1:1/rr",
+            r"Cannot open the store at postgresql://me:\*\*\*@127.0.0.1:1/rr.*Fix:",
+        ),
+        ("   ", "empty"),
+    ],
+)
+def test_bad_urls_name_the_url_without_its_password(url: str, expected: str) -> None:
+    with pytest.raises(StoreError, match=expected) as info:
+        Store.open(url)
+    assert "s3cret" not in str(info.value)
+
+
+def test_a_file_that_is_not_a_store_is_reported(tmp_path: pytest.TempPathFactory) -> None:
+    path = f"{tmp_path}/notes.db"
+    with open(path, "w") as handle:
+        handle.write("this is not a database, just some text that is long enough to have a header" * 20)
+    with pytest.raises(StoreError, match=r"Cannot open the store at sqlite:///.*notes.db.*Fix:"):
+        Store.open(path)
+
+
+def test_an_in_memory_store_works_for_quick_experiments() -> None:
+    with Store.open(":memory:") as store:
+        store.write_source(source(), [conversation("c1", 1)])
+        assert [c.id for c in store.iter_cases()] == ["case_c1_0"]
+        assert store.url == "sqlite://"
