@@ -1,0 +1,236 @@
+"""A tiny OpenAI-compatible chat server with a fixed latency, for benchmarks and integration tests.
+
+``POST /v1/chat/completions`` answers after ``--latency-ms`` with a deterministic reply: a FIT verdict when
+the prompt mentions "verdict", a standalone rewrite when it mentions "standalone", otherwise a short answer.
+``GET /stats`` counts requests; ``POST /reset`` zeroes the counters. The first ``--fail-first`` requests can
+be answered with 429 (with ``Retry-After``) or 500, and ``--api-key`` makes every other key a 401.
+
+Run it:  python benchmarks/mock_openai_server.py --port 8000 --latency-ms 100
+From Python:  base_url, stop = run_in_thread(port=0, latency_ms=20); ...; stop()
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+@dataclass
+class MockOptions:
+    """How the mock behaves: latency, injected failures and an optional required API key."""
+
+    latency_ms: float = 100.0
+    fail_first: int = 0
+    fail_status: int = 429
+    retry_after: str | None = "1"
+    api_key: str | None = None
+
+
+@dataclass
+class MockStats:
+    """What the mock has seen."""
+
+    requests: int = 0
+    completions: int = 0
+    failures: int = 0
+    json_mode: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    last_body: dict[str, Any] | None = None
+    last_headers: dict[str, str] = field(default_factory=dict)
+
+
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def reply_for(messages: list[dict[str, Any]]) -> str:
+    """The deterministic reply to ``messages``."""
+    text = " ".join(str(m.get("content", "")) for m in messages).lower()
+    last_user = _last_user(messages)
+    if "verdict" in text:
+        return json.dumps({"verdict": "FIT", "reason": "mock"})
+    if "standalone" in text:
+        questions = [
+            line.split(":", 1)[1].strip()
+            for line in last_user.splitlines()
+            if line.strip().lower().startswith("question:")
+        ]
+        return json.dumps({"standalone": True, "query": questions[-1] if questions else last_user.strip()})
+    words = last_user.split()
+    return "Mock answer about " + (" ".join(words[:8]) if words else "nothing") + "."
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = {"error": {"message": message, "type": "mock_error", "code": status}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _authorised(request: Request, key: str) -> bool:
+    return request.headers.get("authorization") == f"Bearer {key}" or request.headers.get("api-key") == key
+
+
+def create_app(options: MockOptions, stats: MockStats) -> Starlette:
+    """The ASGI app; ``options`` and ``stats`` are shared with the caller."""
+
+    async def completions(request: Request) -> Response:
+        stats.requests += 1
+        number = stats.requests
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            return await _complete(request, number)
+        finally:
+            stats.in_flight -= 1
+
+    async def _complete(request: Request, number: int) -> Response:
+        try:
+            body = await request.json()
+            messages = list(body["messages"])
+        except (ValueError, KeyError, TypeError):
+            stats.failures += 1
+            return _error(400, "body must be JSON with a 'messages' list")
+        stats.last_body = body
+        stats.last_headers = dict(request.headers)
+        if options.api_key is not None and not _authorised(request, options.api_key):
+            stats.failures += 1
+            return _error(401, "Incorrect API key provided")
+        if number <= options.fail_first:
+            stats.failures += 1
+            headers = {}
+            if options.fail_status == 429 and options.retry_after is not None:
+                headers["Retry-After"] = options.retry_after
+            return _error(options.fail_status, f"mock failure {number} of {options.fail_first}", headers)
+        if body.get("response_format", {}).get("type") == "json_object":
+            stats.json_mode += 1
+        if options.latency_ms > 0:
+            await asyncio.sleep(options.latency_ms / 1000.0)
+        content = reply_for(messages)
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+        completion_tokens = len(content.split())
+        stats.completions += 1
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-mock-{number}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "mock"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
+
+    async def get_stats(request: Request) -> Response:
+        return JSONResponse(asdict(stats))
+
+    async def reset(request: Request) -> Response:
+        fresh = asdict(MockStats())
+        for key, value in fresh.items():
+            setattr(stats, key, value)
+        return JSONResponse({"reset": True})
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "mock", "object": "model"}]})
+
+    routes = [
+        Route("/v1/chat/completions", completions, methods=["POST"]),
+        Route("/chat/completions", completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/stats", get_stats, methods=["GET"]),
+        Route("/reset", reset, methods=["POST"]),
+    ]
+    return Starlette(routes=routes)
+
+
+def _config(app: Starlette, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        backlog=4096,
+        timeout_keep_alive=30,
+        timeout_graceful_shutdown=1,
+    )
+
+
+def run_in_thread(
+    port: int = 0, *, host: str = "127.0.0.1", **options: Any
+) -> tuple[str, Callable[[], None]]:
+    """Start the mock in a background thread; returns ``(base_url, stop)`` with base_url ending in ``/v1``.
+
+    ``options`` are :class:`MockOptions` fields (latency_ms, fail_first, fail_status, retry_after, api_key).
+    """
+    app = create_app(MockOptions(**options), MockStats())
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    server = uvicorn.Server(_config(app, host, bound_port))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            sock.close()
+            raise RuntimeError("mock OpenAI server did not start")
+        time.sleep(0.01)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=5)
+        sock.close()
+
+    return f"http://{host}:{bound_port}/v1", stop
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--fail-first", type=int, default=0, help="fail the first N requests")
+    parser.add_argument("--fail-status", type=int, default=429, choices=[429, 500, 502, 503])
+    parser.add_argument("--retry-after", default="1", help="Retry-After header value sent with 429")
+    parser.add_argument("--api-key", default=None, help="require this key (Bearer or api-key header)")
+    args = parser.parse_args(argv)
+    options = MockOptions(args.latency_ms, args.fail_first, args.fail_status, args.retry_after, args.api_key)
+    app = create_app(options, MockStats())
+    print(
+        f"mock OpenAI server on http://{args.host}:{args.port}/v1 (latency {args.latency_ms:g} ms)",
+        flush=True,
+    )
+    uvicorn.Server(_config(app, args.host, args.port)).run()
+
+
+if __name__ == "__main__":
+    main()

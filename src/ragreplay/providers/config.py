@@ -1,0 +1,44 @@
+"""Settings of the model-call layer as they appear in the config file (secrets only come from the env)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragreplay.providers.cache import CacheMode
+from ragreplay.providers.pricing import Price
+
+
+class ProviderConfig(BaseModel):
+    """One model provider: where it lives, how to authenticate and how hard it may be pushed.
+
+    ``kind="openai"`` covers every OpenAI-compatible endpoint (OpenAI, Azure v1 with
+    ``api_key_header: api-key``, vLLM, Ollama, llama.cpp, LM Studio). ``api_key_env`` names the environment
+    variable holding the key; leave it out for local servers that need none.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["openai", "fake"] = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key_header: str = Field(
+        default="Authorization",
+        description='Header carrying the key: "Authorization" (Bearer) or "api-key" for Azure.',
+    )
+    headers: dict[str, str] = Field(default_factory=dict)
+    max_concurrency: int = Field(default=8, ge=1)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+
+
+class ModelSettings(BaseModel):
+    """Providers, price overrides (USD per million tokens, by ``provider:model`` or model) and cache mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    cache_mode: CacheMode = "read-write"

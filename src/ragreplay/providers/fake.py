@@ -1,0 +1,247 @@
+"""A deterministic fake chat model that ships in the package, so tests, the demo and the docs need no key.
+
+It answers from ``request.hints`` by ``request.task``:
+
+- ``rewrite`` (hints ``query``, ``history``): if the query contains an English or Dutch pronoun/deictic
+  word and the history has a human message, the first such word is replaced by the history's most recent
+  subject (the last capitalised word or name in the last human message that does not start a sentence;
+  failing that, its last word longer than 3 letters) and ``standalone`` is false. Otherwise the query comes
+  back unchanged with ``standalone`` true (also when no subject can be found).
+  Reply: JSON ``{"standalone": bool, "query": str}``.
+- ``fit`` (hints ``question``, ``old_answer``, ``new_answer``): FIT iff the Jaccard similarity of the
+  lowercase alphanumeric token sets of old and new answers is >= 0.5. Reply: JSON ``{"verdict", "reason"}``;
+  if the new answer contains ``[[unparseable]]`` the reply is prose naming no verdict.
+- ``generate`` (hints ``question``, ``contexts``): the first context sentence sharing the most words with the
+  question, or ``I don't know.`` without contexts.
+- anything else: the last user message, echoed.
+
+Usage counts whitespace-separated words. Test hooks: ``latency_ms``, ``call_log`` (one JSON line per
+completed call, fsynced, safe across processes), ``hang_after`` (calls after the N-th completed one never
+finish) and ``fail_first`` (the first K calls raise a transient 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragreplay.core.ids import canonical_json
+from ragreplay.core.types import TokenUsage
+from ragreplay.providers.base import ChatRequest, ChatResponse, ProviderError
+
+ENGLISH_PRONOUNS = frozenset(
+    ["he", "she", "it", "they", "him", "her", "its", "their", "them", "this", "that", "those", "there"]
+)
+DUTCH_PRONOUNS = frozenset(["hij", "zij", "ze", "het", "hem", "haar", "hun", "dat", "die", "deze", "daar"])
+PRONOUNS = ENGLISH_PRONOUNS | DUTCH_PRONOUNS
+# Lowercase words that may sit inside a name: "Lisa van Dam", "Ludwig van der Rohe".
+NAME_PARTICLES = frozenset(["van", "de", "der", "den", "von", "da", "di", "du", "te", "ter"])
+UNPARSEABLE_MARKER = "[[unparseable]]"
+FIT_THRESHOLD = 0.5
+
+_WORD = re.compile(r"[^\W\d_](?:[\w'-]*\w)?")
+_LETTERS = re.compile(r"[^\W\d_]+")
+_POSSESSIVE = re.compile(r"'s$")
+_TOKEN = re.compile(r"[a-z0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_HUMAN_ROLES = frozenset({"human", "user"})
+
+
+def _tokens(text: str) -> set[str]:
+    return set(_TOKEN.findall(text.lower()))
+
+
+def jaccard(a: str, b: str) -> float:
+    """Jaccard similarity of the lowercase alphanumeric token sets of ``a`` and ``b`` (1.0 if both empty)."""
+    ta, tb = _tokens(a), _tokens(b)
+    if not ta and not tb:
+        return 1.0
+    return len(ta & tb) / len(ta | tb)
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip(" \t\n\"'(")
+    return not before or before[-1] in ".!?"
+
+
+def _joins_name(gap: str) -> bool:
+    """Whether ``gap`` between two capitalised words keeps them one name ("Lisa van Dam", "New York")."""
+    return all(w.lower() in NAME_PARTICLES for w in gap.split()) and _LETTERS.sub("", gap).strip() == ""
+
+
+def find_subject(message: str) -> str | None:
+    """The last capitalised word or name in ``message`` not opening a sentence, else its last long word."""
+    runs: list[tuple[int, int]] = []
+    for match in _WORD.finditer(message):
+        word = match.group()
+        if not word[0].isupper() or word == "I" or _starts_sentence(message, match.start()):
+            continue
+        if runs and _joins_name(message[runs[-1][1] : match.start()]):
+            runs[-1] = (runs[-1][0], match.end())
+        else:
+            runs.append((match.start(), match.end()))
+    if runs:
+        start, end = runs[-1]
+        return _POSSESSIVE.sub("", " ".join(message[start:end].split()))
+    long_words = [w for w in _WORD.findall(message) if len(w) > 3 and w.lower() not in PRONOUNS]
+    return _POSSESSIVE.sub("", long_words[-1]) if long_words else None
+
+
+def rewrite_query(query: str, history: Sequence[dict[str, Any]]) -> tuple[bool, str]:
+    """``(standalone, query)`` by the fake's rewrite rule (see the module docstring)."""
+    humans = [str(m.get("content", "")) for m in history if str(m.get("role", "")).lower() in _HUMAN_ROLES]
+    pronoun = next((m for m in _LETTERS.finditer(query) if m.group().lower() in PRONOUNS), None)
+    if pronoun is None or not humans:
+        return True, query
+    subject = find_subject(humans[-1])
+    if subject is None:
+        return True, query
+    return False, query[: pronoun.start()] + subject + query[pronoun.end() :]
+
+
+def best_sentence(question: str, contexts: Sequence[str]) -> str:
+    """The first sentence of ``contexts`` sharing most words with ``question``; ``I don't know.`` if none."""
+    wanted = _tokens(question)
+    best, best_score = None, -1
+    for context in contexts:
+        for sentence in _SENTENCE_END.split(str(context).strip()):
+            if not sentence:
+                continue
+            score = len(wanted & _tokens(sentence))
+            if score > best_score:
+                best, best_score = sentence, score
+    return best if best is not None else "I don't know."
+
+
+def _need(hints: dict[str, Any], task: str, keys: Sequence[str]) -> None:
+    missing = [k for k in keys if k not in hints]
+    if missing:
+        raise ProviderError(
+            f"fake model: task '{task}' needs hints {', '.join(keys)}; missing {', '.join(missing)}",
+            transient=False,
+        )
+
+
+def respond(request: ChatRequest) -> str:
+    """The fake's deterministic reply text for ``request``."""
+    hints, task = request.hints, request.task
+    if task == "rewrite":
+        _need(hints, task, ["query"])
+        standalone, query = rewrite_query(str(hints["query"]), hints.get("history") or [])
+        return json.dumps({"standalone": standalone, "query": query}, ensure_ascii=False)
+    if task == "fit":
+        _need(hints, task, ["old_answer", "new_answer"])
+        old, new = str(hints["old_answer"]), str(hints["new_answer"])
+        if UNPARSEABLE_MARKER in new:
+            return "Hmm, these two answers are hard to compare and I would rather not commit either way."
+        score = jaccard(old, new)
+        verdict = "FIT" if score >= FIT_THRESHOLD else "NO_FIT"
+        reason = f"token overlap {score:.2f} (threshold {FIT_THRESHOLD})"
+        return json.dumps({"verdict": verdict, "reason": reason})
+    if task == "generate":
+        return best_sentence(str(hints.get("question", "")), hints.get("contexts") or [])
+    users = [m.content for m in request.messages if m.role == "user"]
+    return users[-1] if users else ""
+
+
+async def _forever() -> None:
+    # A fresh event per wait: an Event binds to the loop it first waits on.
+    await asyncio.Event().wait()
+
+
+def request_key(request: ChatRequest) -> str:
+    """Hex SHA-256 of the request's cache payload, as written to the call log."""
+    return hashlib.sha256(canonical_json(request.cache_payload()).encode("utf-8")).hexdigest()
+
+
+def _append_log(path: Path, request: ChatRequest, n: int) -> None:
+    line = json.dumps({"task": request.task, "key": request_key(request), "n": n}) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # One write() on an O_APPEND descriptor keeps lines whole when several processes share the log.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class FakeCounters:
+    """Call counters; fake models of one provider share them so ``hang_after`` counts all their calls."""
+
+    started: int = 0
+    completed: int = 0
+
+
+class FakeChatModel:
+    """A deterministic, offline :class:`~ragreplay.ports.ChatModel` (rules in the module docstring)."""
+
+    def __init__(
+        self,
+        name: str = "fake:default",
+        latency_ms: float = 0,
+        call_log: Path | None = None,
+        hang_after: int | None = None,
+        fail_first: int = 0,
+        *,
+        counters: FakeCounters | None = None,
+    ) -> None:
+        self._name = name
+        self.latency_ms = latency_ms
+        self.call_log = Path(call_log) if call_log is not None else None
+        self.hang_after = hang_after
+        self.fail_first = fail_first
+        self.counters = counters or FakeCounters()
+
+    @property
+    def name(self) -> str:
+        """``fake:<model>``."""
+        return self._name
+
+    @property
+    def calls(self) -> int:
+        """Calls completed so far."""
+        return self.counters.completed
+
+    def _hung(self) -> bool:
+        return self.hang_after is not None and self.counters.completed >= self.hang_after
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer ``request`` deterministically, honouring the test hooks."""
+        self.counters.started += 1
+        if self.counters.started <= self.fail_first:
+            raise ProviderError(
+                f"{self.name}: simulated failure {self.counters.started} of {self.fail_first}",
+                transient=True,
+                status=503,
+            )
+        if self._hung():
+            await _forever()
+        text = respond(request)
+        if self.latency_ms > 0:
+            await asyncio.sleep(self.latency_ms / 1000.0)
+        # Re-checked after the sleep, with no await before the count, so exactly hang_after calls complete.
+        if self._hung():
+            await _forever()
+        self.counters.completed += 1
+        n = self.counters.completed
+        if self.call_log is not None:
+            _append_log(self.call_log, request, n)
+        words_in = sum(len(m.content.split()) for m in request.messages)
+        return ChatResponse(
+            text=text,
+            model=self.name,
+            usage=TokenUsage(input=words_in, output=len(text.split())),
+            latency_ms=float(self.latency_ms),
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,207 @@
+"""Turns ``provider:model`` specs into ready-to-use chat models: Cached(Limited(raw)).
+
+One :class:`ModelFactory` per run. Models of the same provider share one HTTP connection pool and one set of
+limits, so the judge and the rewriter together never exceed the provider's concurrency or rate limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+from ragreplay.errors import ConfigError
+from ragreplay.ports import CacheBackend, ChatModel
+from ragreplay.providers.cache import CachedModel
+from ragreplay.providers.config import ModelSettings, ProviderConfig
+from ragreplay.providers.fake import FakeChatModel, FakeCounters
+from ragreplay.providers.limits import LimitedModel, RetryPolicy, Sleep
+from ragreplay.providers.openai_compat import OpenAICompatModel, make_client
+from ragreplay.providers.pricing import lookup_price, price_table
+
+BLOCK_ENV = "RAGREPLAY_BLOCK_REAL_MODELS"
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+FAKE_ENV = {
+    "latency_ms": "RAGREPLAY_FAKE_LATENCY_MS",
+    "call_log": "RAGREPLAY_FAKE_CALL_LOG",
+    "hang_after": "RAGREPLAY_FAKE_HANG_AFTER",
+    "fail_first": "RAGREPLAY_FAKE_FAIL_FIRST",
+}
+
+_PROVIDER = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_SPEC_FIX = "write it as 'provider:model', e.g. 'openai:gpt-4.1-mini' or 'fake:default'"
+log = logging.getLogger(__name__)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``provider:model`` at the first colon (models may contain colons: ``ollama:llama3:8b``)."""
+    provider, sep, model = str(spec).strip().partition(":")
+    if not sep or not provider or not model.strip():
+        raise ConfigError(f"model spec {spec!r} is not 'provider:model'. Fix: {_SPEC_FIX}")
+    if not _PROVIDER.match(provider):
+        raise ConfigError(
+            f"model spec {spec!r} has an invalid provider name {provider!r} (letters, digits, _ . - only). "
+            f"Fix: {_SPEC_FIX}"
+        )
+    return provider, model.strip()
+
+
+class ModelFactory:
+    """Builds and remembers the model stack for each spec; :meth:`aclose` releases the HTTP clients.
+
+    ``env`` is where keys and fake options are read (``os.environ`` when not given). With
+    ``RAGREPLAY_BLOCK_REAL_MODELS=1`` in it, only fake providers can be built.
+    """
+
+    def __init__(
+        self,
+        settings: ModelSettings | None = None,
+        cache: CacheBackend | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.settings = settings or ModelSettings()
+        self.cache = cache
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.prices = price_table(self.settings.prices)
+        self.unpriced: set[str] = set()
+        self._sleep = sleep
+        self._models: dict[str, ChatModel] = {}
+        self._cached: list[CachedModel] = []
+        self._limits: dict[str, LimitedModel] = {}
+        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._fake_counters: dict[str, FakeCounters] = {}
+
+    def provider_config(self, provider: str) -> ProviderConfig:
+        """The settings of ``provider``, with the built-in defaults for ``openai`` and ``fake`` filled in."""
+        cfg = self.settings.providers.get(provider)
+        if cfg is None:
+            if provider == "fake":
+                return ProviderConfig(kind="fake")
+            if provider != "openai":
+                known = sorted({"openai", "fake", *self.settings.providers})
+                raise ConfigError(
+                    f"unknown model provider {provider!r}. Fix: use one of {', '.join(known)}, or declare "
+                    f"it under 'providers: {provider}:' (kind, base_url, api_key_env) in the config file"
+                )
+            cfg = ProviderConfig()
+        if provider == "openai" and cfg.kind == "openai":
+            base_url = cfg.base_url or self.env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+            cfg = cfg.model_copy(
+                update={"base_url": base_url, "api_key_env": cfg.api_key_env or "OPENAI_API_KEY"}
+            )
+        return cfg
+
+    def build(self, spec: str) -> ChatModel:
+        """The model stack for ``spec``; the same spec always gets the same instance."""
+        provider, model = parse_spec(spec)
+        name = f"{provider}:{model}"
+        if name in self._models:
+            return self._models[name]
+        cfg = self.provider_config(provider)
+        if cfg.kind != "fake" and self.env.get(BLOCK_ENV, "").strip().lower() in ("1", "true", "yes"):
+            raise ConfigError(
+                f"real model calls are blocked in tests ({BLOCK_ENV}=1), so {name!r} cannot be built. "
+                "Fix: use a fake: model, or a loopback mock server with an explicit env"
+            )
+        raw = self._fake(provider, name) if cfg.kind == "fake" else self._openai(provider, model, name, cfg)
+        limited = self._limited(provider, cfg, raw)
+        built: ChatModel = limited
+        if self.cache is not None:
+            cached = CachedModel(limited, self.cache, self.settings.cache_mode)
+            self._cached.append(cached)
+            built = cached
+        self._models[name] = built
+        return built
+
+    def cache_counts(self) -> dict[str, int]:
+        """Cache hits and misses summed over every model built so far."""
+        return {
+            "hits": sum(c.hits for c in self._cached),
+            "misses": sum(c.misses for c in self._cached),
+        }
+
+    def _limited(self, provider: str, cfg: ProviderConfig, raw: ChatModel) -> LimitedModel:
+        first = self._limits.get(provider)
+        if first is not None:
+            return first.sharing(raw)
+        retry = RetryPolicy(max_retries=cfg.max_retries)
+        limited = LimitedModel(raw, cfg.max_concurrency, cfg.requests_per_minute, retry, sleep=self._sleep)
+        self._limits[provider] = limited
+        return limited
+
+    def _openai(self, provider: str, model: str, name: str, cfg: ProviderConfig) -> OpenAICompatModel:
+        if not cfg.base_url:
+            raise ConfigError(
+                f"provider {provider!r} has no base_url. "
+                f"Fix: set providers.{provider}.base_url, e.g. http://localhost:8000/v1"
+            )
+        api_key = None
+        if cfg.api_key_env:
+            api_key = self.env.get(cfg.api_key_env)
+            if not api_key:
+                raise ConfigError(
+                    f"provider {provider!r} needs an API key in the environment variable {cfg.api_key_env}, "
+                    f"which is not set. Fix: export {cfg.api_key_env}=<your key>"
+                )
+        price = lookup_price(name, self.prices)
+        if price is None and name not in self.unpriced:
+            self.unpriced.add(name)
+            log.warning("no price known for %s: its cost is reported as 0. Add it under 'prices:'", name)
+        client = self._clients.get(provider)
+        if client is None:
+            client = make_client(cfg.timeout_s, cfg.max_concurrency)
+            self._clients[provider] = client
+        return OpenAICompatModel(
+            name,
+            cfg.base_url,
+            model,
+            api_key=api_key,
+            headers=cfg.headers,
+            timeout_s=cfg.timeout_s,
+            client=client,
+            api_key_header=cfg.api_key_header,
+            api_key_env=cfg.api_key_env,
+            price=price,
+        )
+
+    def _fake(self, provider: str, name: str) -> FakeChatModel:
+        counters = self._fake_counters.setdefault(provider, FakeCounters())
+        call_log = self.env.get(FAKE_ENV["call_log"])
+        hang_after = self._env_number("hang_after", int)
+        return FakeChatModel(
+            name,
+            latency_ms=self._env_number("latency_ms", float) or 0.0,
+            call_log=Path(call_log) if call_log else None,
+            hang_after=int(hang_after) if hang_after is not None else None,
+            fail_first=int(self._env_number("fail_first", int) or 0),
+            counters=counters,
+        )
+
+    def _env_number(self, option: str, kind: type[int] | type[float]) -> float | None:
+        var = FAKE_ENV[option]
+        raw = self.env.get(var)
+        if raw is None or raw.strip() == "":
+            return None
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ConfigError(
+                f"environment variable {var}={raw!r} is not a{'n integer' if kind is int else ' number'}. "
+                "Fix: set it to e.g. 10, or unset it"
+            ) from None
+        if value < 0:
+            raise ConfigError(f"environment variable {var}={raw!r} is negative. Fix: use 0 or more")
+        return value
+
+    async def aclose(self) -> None:
+        """Close every HTTP client this factory opened."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()

@@ -1,0 +1,188 @@
+"""The response cache: modes, counters, keys and in-flight de-duplication."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from ragreplay.core.types import TokenUsage
+from ragreplay.providers.base import ChatMessage, ChatRequest, ChatResponse, ProviderError
+from ragreplay.providers.cache import CachedModel, cache_key
+
+
+class DictBackend:
+    """An in-memory cache backend that keeps only what survives a JSON round trip."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, Any]] = {}
+        self.puts = 0
+
+    def cache_get(self, key: str) -> Mapping[str, Any] | None:
+        return self.data.get(key)
+
+    def cache_put(
+        self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]
+    ) -> None:
+        self.puts += 1
+        self.data.setdefault(key, json.loads(json.dumps(dict(response))))
+
+
+class BrokenBackend(DictBackend):
+    def cache_put(
+        self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]
+    ) -> None:
+        raise OSError("disk full")
+
+
+class PaidModel:
+    """Answers with a counter, costs money, and can be held on a gate."""
+
+    def __init__(self, gate: asyncio.Event | None = None, errors: list[Exception] | None = None) -> None:
+        self.calls = 0
+        self.gate = gate
+        self.errors = list(errors or [])
+
+    @property
+    def name(self) -> str:
+        return "paid:model"
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.errors:
+            raise self.errors.pop(0)
+        return ChatResponse(
+            text=f"answer {self.calls}",
+            model="m",
+            usage=TokenUsage(input=100, output=20),
+            cost_usd=0.25,
+            latency_ms=812.0,
+        )
+
+
+def req(content: str = "hi", temperature: float = 0.0, **hints: Any) -> ChatRequest:
+    return ChatRequest(
+        messages=(ChatMessage(role="user", content=content),), temperature=temperature, hints=hints
+    )
+
+
+async def test_read_write_stores_misses_and_serves_hits_for_free() -> None:
+    backend, inner = DictBackend(), PaidModel()
+    model = CachedModel(inner, backend, "read-write")
+    first = await model.complete(req())
+    second = await model.complete(req())
+    assert inner.calls == 1
+    assert (model.hits, model.misses) == (1, 1)
+    assert first.cached is False and first.cost_usd == 0.25
+    assert second.text == first.text
+    assert second.cached is True
+    assert second.cost_usd == 0.0
+    assert second.usage == TokenUsage(input=100, output=20)
+    stored = backend.data[cache_key("paid:model", req())]
+    assert stored["cost_usd"] == 0.25 and stored["usage"] == {"input": 100, "output": 20}
+
+
+async def test_read_only_serves_hits_but_never_writes() -> None:
+    backend, inner = DictBackend(), PaidModel()
+    await CachedModel(inner, backend, "read-write").complete(req("known"))
+    model = CachedModel(inner, backend, "read-only")
+    hit = await model.complete(req("known"))
+    await model.complete(req("new"))
+    await model.complete(req("new"))
+    assert hit.cached is True
+    assert inner.calls == 3
+    assert (model.hits, model.misses) == (1, 2)
+    assert backend.puts == 1
+    assert cache_key("paid:model", req("new")) not in backend.data
+
+
+async def test_off_always_calls_the_model_and_touches_nothing() -> None:
+    backend, inner = DictBackend(), PaidModel()
+    await CachedModel(inner, backend, "read-write").complete(req())
+    model = CachedModel(inner, backend, "off")
+    response = await model.complete(req())
+    assert response.cached is False
+    assert inner.calls == 2
+    assert (model.hits, model.misses) == (0, 0)
+    assert backend.puts == 1
+
+
+async def test_concurrent_identical_requests_make_one_inner_call() -> None:
+    gate = asyncio.Event()
+    inner = PaidModel(gate=gate)
+    model = CachedModel(inner, DictBackend(), "read-only")
+    tasks = [asyncio.create_task(model.complete(req())) for _ in range(5)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    responses = await asyncio.gather(*tasks)
+    assert inner.calls == 1
+    assert {r.text for r in responses} == {"answer 1"}
+    assert sum(r.cached for r in responses) == 4
+    assert (model.hits, model.misses) == (4, 1)
+
+
+async def test_a_failed_call_fails_its_followers_and_is_not_cached() -> None:
+    gate = asyncio.Event()
+    inner = PaidModel(gate=gate, errors=[ProviderError("boom", transient=True, status=503)])
+    backend = DictBackend()
+    model = CachedModel(inner, backend, "read-write")
+    tasks = [asyncio.create_task(model.complete(req())) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(isinstance(r, ProviderError) for r in results)
+    assert backend.data == {}
+    assert (await model.complete(req())).text == "answer 2"
+
+
+async def test_a_cancelled_leader_hands_over_to_a_follower() -> None:
+    gate = asyncio.Event()
+    inner = PaidModel(gate=gate)
+    model = CachedModel(inner, DictBackend(), "read-write")
+    leader = asyncio.create_task(model.complete(req()))
+    await asyncio.sleep(0.01)
+    follower = asyncio.create_task(model.complete(req()))
+    await asyncio.sleep(0.01)
+    leader.cancel()
+    await asyncio.sleep(0.01)
+    gate.set()
+    response = await follower
+    assert response.text == "answer 2"
+    assert leader.cancelled()
+
+
+async def test_key_covers_model_and_semantic_params_but_not_hints() -> None:
+    base = cache_key("openai:gpt-4.1", req())
+    assert cache_key("openai:gpt-4.1", req(question="ignored")) == base
+    assert cache_key("openai:gpt-4.1-mini", req()) != base
+    assert cache_key("openai:gpt-4.1", req(temperature=0.7)) != base
+    assert cache_key("openai:gpt-4.1", req("other")) != base
+    with_version = ChatRequest(messages=req().messages, prompt_version="v2")
+    assert cache_key("openai:gpt-4.1", with_version) != base
+    assert len(base) == 64
+
+
+async def test_unreadable_entries_are_misses() -> None:
+    backend, inner = DictBackend(), PaidModel()
+    backend.data[cache_key("paid:model", req())] = {"not": "a response"}
+    model = CachedModel(inner, backend, "read-write")
+    response = await model.complete(req())
+    assert response.cached is False
+    assert inner.calls == 1
+
+
+async def test_a_failing_store_still_returns_the_answer(caplog: pytest.LogCaptureFixture) -> None:
+    model = CachedModel(PaidModel(), BrokenBackend(), "read-write")
+    response = await model.complete(req())
+    assert response.text == "answer 1"
+    assert "could not store" in caplog.text
+
+
+def test_unknown_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match="read-write"):
+        CachedModel(PaidModel(), DictBackend(), "sometimes")  # type: ignore[arg-type]

@@ -1,0 +1,198 @@
+"""Concurrency caps, RPM spacing and retries of the provider limits layer."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from ragreplay.providers.base import ChatMessage, ChatRequest, ChatResponse, ProviderError
+from ragreplay.providers.limits import LimitedModel, RateLimiter, RetryPolicy
+
+REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hi"),))
+
+
+class FakeTime:
+    """A clock whose sleep advances it instantly, recording every sleep."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class CountingModel:
+    """Records peak concurrency and call times; fails with the scripted errors first."""
+
+    def __init__(self, errors: list[ProviderError] | None = None, delay: float = 0.0, clock=None) -> None:
+        self.errors = list(errors or [])
+        self.delay = delay
+        self.clock = clock
+        self.calls = 0
+        self.in_flight = 0
+        self.peak = 0
+        self.started_at: list[float] = []
+
+    @property
+    def name(self) -> str:
+        return "count:model"
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        if self.clock is not None:
+            self.started_at.append(self.clock())
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+            if self.errors:
+                raise self.errors.pop(0)
+            return ChatResponse(text="ok", model=self.name)
+        finally:
+            self.in_flight -= 1
+
+
+def transient(status: int = 503, retry_after: float | None = None) -> ProviderError:
+    return ProviderError(f"HTTP {status}", transient=True, status=status, retry_after=retry_after)
+
+
+async def test_concurrency_never_exceeds_the_cap() -> None:
+    inner = CountingModel(delay=0.005)
+    limited = LimitedModel(inner, max_concurrency=3)
+    await asyncio.gather(*(limited.complete(REQUEST) for _ in range(20)))
+    assert inner.calls == 20
+    assert inner.peak == 3
+    assert limited.gate.peak_in_flight == 3
+    assert limited.gate.in_flight == 0
+
+
+async def test_models_sharing_a_gate_share_the_cap() -> None:
+    a, b = CountingModel(delay=0.005), CountingModel(delay=0.005)
+    first = LimitedModel(a, max_concurrency=2)
+    second = first.sharing(b)
+    await asyncio.gather(*(m.complete(REQUEST) for m in [first, second] * 6))
+    assert second.gate is first.gate
+    assert first.gate.peak_in_flight == 2
+    assert a.calls == b.calls == 6
+
+
+async def test_rpm_spaces_calls_on_a_fake_clock() -> None:
+    t = FakeTime()
+    inner = CountingModel(clock=t.clock)
+    limited = LimitedModel(inner, requests_per_minute=30, sleep=t.sleep, clock=t.clock)
+    for _ in range(4):
+        await limited.complete(REQUEST)
+    assert inner.started_at == [0.0, 2.0, 4.0, 6.0]
+
+
+async def test_rpm_gives_concurrent_callers_distinct_slots() -> None:
+    sleeps: list[float] = []
+
+    async def frozen_sleep(seconds: float) -> None:
+        # Time stands still, so every caller reserves its slot before any of them wakes.
+        sleeps.append(seconds)
+        await asyncio.sleep(0)
+
+    limiter = RateLimiter(120, clock=lambda: 0.0, sleep=frozen_sleep)
+    await asyncio.gather(*(limiter.acquire() for _ in range(4)))
+    assert sorted(sleeps) == [0.5, 1.0, 1.5]
+
+
+async def test_pause_holds_back_every_caller() -> None:
+    t = FakeTime()
+    limiter = RateLimiter(None, clock=t.clock, sleep=t.sleep)
+    limiter.pause(5.0)
+    await limiter.acquire()
+    assert t.sleeps == [5.0]
+    await limiter.acquire()
+    assert t.sleeps == [5.0]
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_transient_errors_are_retried_honouring_retry_after(status: int) -> None:
+    t = FakeTime()
+    inner = CountingModel(errors=[transient(status, retry_after=7.0), transient(status, retry_after=7.0)])
+    limited = LimitedModel(inner, sleep=t.sleep, clock=t.clock, rng=random.Random(1))
+    response = await limited.complete(REQUEST)
+    assert response.text == "ok"
+    assert inner.calls == 3
+    assert limited.retries == 2
+    assert len([s for s in t.sleeps if s >= 7.0]) >= 2
+
+
+async def test_backoff_without_retry_after_uses_full_jitter() -> None:
+    t = FakeTime()
+    inner = CountingModel(errors=[transient(), transient(), transient()])
+    limited = LimitedModel(inner, sleep=t.sleep, clock=t.clock, rng=random.Random(3))
+    await limited.complete(REQUEST)
+    assert len(t.sleeps) == 3
+    for attempt, slept in enumerate(t.sleeps):
+        assert 0.0 <= slept <= 0.5 * 2**attempt
+
+
+def test_backoff_is_capped() -> None:
+    policy = RetryPolicy(base_s=0.5, cap_s=30.0)
+    rng = random.Random(0)
+    assert all(policy.backoff(20, rng) <= 30.0 for _ in range(100))
+    assert max(policy.backoff(20, rng) for _ in range(200)) > 15.0
+
+
+async def test_non_transient_errors_propagate_at_once() -> None:
+    t = FakeTime()
+    inner = CountingModel(errors=[ProviderError("HTTP 400", transient=False, status=400)])
+    limited = LimitedModel(inner, sleep=t.sleep, clock=t.clock)
+    with pytest.raises(ProviderError) as info:
+        await limited.complete(REQUEST)
+    assert info.value.status == 400
+    assert inner.calls == 1
+    assert t.sleeps == []
+
+
+async def test_gives_up_after_max_retries() -> None:
+    t = FakeTime()
+    inner = CountingModel(errors=[transient(502)] * 10)
+    limited = LimitedModel(inner, retry=RetryPolicy(max_retries=2), sleep=t.sleep, clock=t.clock)
+    with pytest.raises(ProviderError) as info:
+        await limited.complete(REQUEST)
+    assert inner.calls == 3
+    assert info.value.transient and info.value.status == 502
+    assert "gave up after 2 retries" in str(info.value)
+
+
+async def test_a_429_pauses_other_calls_of_the_provider() -> None:
+    t = FakeTime()
+    failing = CountingModel(errors=[transient(429, retry_after=10.0)])
+    limited = LimitedModel(failing, retry=RetryPolicy(max_retries=0), sleep=t.sleep, clock=t.clock)
+    other_inner = CountingModel(clock=t.clock)
+    other = LimitedModel(other_inner, sleep=t.sleep, clock=t.clock, gate=limited.gate)
+    with pytest.raises(ProviderError):
+        await limited.complete(REQUEST)
+    assert t.now == 0.0
+    await other.complete(REQUEST)
+    assert other_inner.started_at == [10.0]
+
+
+async def test_a_503_with_retry_after_does_not_pause_the_provider() -> None:
+    t = FakeTime()
+    failing = CountingModel(errors=[transient(503, retry_after=10.0)])
+    limited = LimitedModel(failing, retry=RetryPolicy(max_retries=0), sleep=t.sleep, clock=t.clock)
+    other_inner = CountingModel(clock=t.clock)
+    other = LimitedModel(other_inner, sleep=t.sleep, clock=t.clock, gate=limited.gate)
+    with pytest.raises(ProviderError):
+        await limited.complete(REQUEST)
+    await other.complete(REQUEST)
+    assert other_inner.started_at == [0.0]
+
+
+def test_invalid_limits_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        LimitedModel(CountingModel(), max_concurrency=0)
+    with pytest.raises(ValueError):
+        RateLimiter(0, clock=lambda: 0.0, sleep=asyncio.sleep)
