@@ -1,0 +1,195 @@
+"""Read feedback-labelled conversation logs, validate them whole, and store their cases in one go.
+
+Formats: ``canonical`` (one JSON conversation per line), ``flat`` (one message per CSV/TSV/JSONL row with a
+conversation id column) and ``openai`` (chat-format JSONL). Every reader streams: memory stays flat whatever
+the file size. A file with any problem is reported whole (up to 20 problems) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from ragreplay.core.extract import extract_cases
+from ragreplay.core.runs import SourceRecord
+from ragreplay.core.types import Case, Conversation, Skip
+from ragreplay.errors import ConfigError, InputError, InputProblem
+from ragreplay.ingest.canonical import read_canonical
+from ragreplay.ingest.detect import FORMATS, detect_format
+from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
+from ragreplay.ingest.flat import read_flat
+from ragreplay.ingest.mapping import FieldMapping
+from ragreplay.ingest.openai_chat import read_openai
+from ragreplay.ingest.problems import ProblemLog, ProgressFn, open_binary
+from ragreplay.ingest.summary import IngestSummary, Tally
+
+__all__ = [
+    "FORMATS",
+    "FeedbackValueError",
+    "FieldMapping",
+    "IngestSummary",
+    "ProgressFn",
+    "SourceStore",
+    "detect_format",
+    "ingest_file",
+    "iter_conversations",
+    "iter_file_cases",
+    "parse_feedback",
+    "source_id_for",
+    "validate_file",
+]
+
+Reader = Callable[
+    [Path, FieldMapping | None, ProblemLog | None, Callable[[int], None] | None],
+    Iterator[tuple[int, Conversation]],
+]
+_READERS: dict[str, Reader] = {"canonical": read_canonical, "flat": read_flat, "openai": read_openai}
+
+
+class SourceStore(Protocol):
+    """The part of the store ingest writes to."""
+
+    def has_source(self, source_id: str) -> bool:
+        """True if a file with this id was ingested already."""
+        ...
+
+    def write_source(
+        self, source: SourceRecord, items: Iterable[tuple[Conversation, Sequence[Case], Sequence[Skip]]]
+    ) -> SourceRecord:
+        """Write the source and all its conversations, cases and skips in one transaction."""
+        ...
+
+
+def source_id_for(path: Path) -> str:
+    """``src_`` + the first 16 hex digits of the SHA-256 of the file's bytes."""
+    digest = hashlib.sha256()
+    with open_binary(Path(path)) as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return "src_" + digest.hexdigest()[:16]
+
+
+def _format(path: Path, fmt: str | None, mapping: FieldMapping) -> str:
+    if fmt is None:
+        return detect_format(path, mapping)
+    if fmt.lower() not in FORMATS:
+        raise ConfigError(f"unknown log format {fmt!r}. Fix: use one of {', '.join(FORMATS)}.")
+    return fmt.lower()
+
+
+def _scaled(progress: ProgressFn | None, offset: int, total: int) -> Callable[[int], None] | None:
+    if progress is None:
+        return None
+    return lambda done: progress(min(offset + done, total), total)
+
+
+def iter_conversations(
+    path: Path,
+    fmt: str | None = None,
+    mapping: FieldMapping | None = None,
+    *,
+    problems: ProblemLog | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, Conversation]]:
+    """Stream ``(line_no, Conversation)`` from ``path``; ``fmt`` ``None`` means detect it.
+
+    Conversations with problems are not yielded; once the file is read (or 20 problems were found) an
+    :class:`InputError` lists the problems, unless the caller passed its own ``problems`` log.
+    ``progress`` gets the bytes read so far.
+    """
+    path = Path(path)
+    mapping = mapping or FieldMapping()
+    reader = _READERS[_format(path, fmt, mapping)]
+    log = problems if problems is not None else ProblemLog(str(path))
+    yield from reader(path, mapping, log, progress)
+    if problems is None:
+        log.raise_if_any()
+
+
+def iter_file_cases(
+    path: Path, fmt: str | None = None, mapping: FieldMapping | None = None
+) -> Iterator[Case]:
+    """Stream the cases of a log file (as :func:`iter_conversations`, then :func:`extract_cases`)."""
+    for _, conv in iter_conversations(path, fmt, mapping):
+        yield from extract_cases(conv)[0]
+
+
+def _count(
+    path: Path, fmt: str, mapping: FieldMapping | None, progress: Callable[[int], None] | None
+) -> Tally:
+    tally = Tally()
+    for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
+        tally.add(conv, *extract_cases(conv))
+    return tally
+
+
+def validate_file(
+    path: Path,
+    fmt: str | None = None,
+    mapping: FieldMapping | None = None,
+    progress: ProgressFn | None = None,
+) -> IngestSummary:
+    """Read the whole file and count what it holds; raises :class:`InputError` with all its problems."""
+    path = Path(path)
+    source_id = source_id_for(path)
+    fmt = _format(path, fmt, mapping or FieldMapping())
+    tally = _count(path, fmt, mapping, _scaled(progress, 0, path.stat().st_size))
+    return tally.summary(source_id, str(path), fmt, dry_run=True)
+
+
+def ingest_file(
+    path: Path,
+    store: SourceStore | None,
+    fmt: str | None = None,
+    mapping: FieldMapping | None = None,
+    dry_run: bool = False,
+    progress: ProgressFn | None = None,
+) -> IngestSummary:
+    """Validate ``path`` whole, then write its conversations, cases and skips to ``store`` in one transaction.
+
+    A file whose bytes were ingested before is not read again (``already_ingested``). With ``dry_run`` the
+    file is only validated and counted (``store`` may be ``None``). ``progress(bytes_read, total_bytes)``
+    covers both passes: ``total_bytes`` is twice the file size, or the size for a dry run. Raises
+    :class:`InputError` (nothing written) if the file has problems.
+    """
+    path = Path(path)
+    source_id = source_id_for(path)
+    fmt = _format(path, fmt, mapping or FieldMapping())
+    seen = store is not None and store.has_source(source_id)
+    if seen and not dry_run:
+        return IngestSummary(source_id=source_id, path=str(path), format=fmt, already_ingested=True)
+    size = path.stat().st_size
+    total = size if dry_run else 2 * size
+    tally = _count(path, fmt, mapping, _scaled(progress, 0, total))
+    if dry_run or store is None:
+        return tally.summary(source_id, str(path), fmt, dry_run=True, already_ingested=seen)
+
+    def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
+        again = Tally()
+        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, size, total)):
+            cases, skips = extract_cases(conv)
+            again.add(conv, cases, skips)
+            yield conv, cases, skips
+        if again.key() != tally.key():  # raising here makes the store roll the transaction back
+            raise InputError(
+                [
+                    InputProblem(
+                        str(path), None, None, "the file changed while it was being ingested", "ingest again"
+                    )
+                ]
+            )
+
+    record = SourceRecord(
+        id=source_id,
+        path=str(path),
+        format=fmt,
+        ingested_at=datetime.now(UTC),
+        n_conversations=tally.conversations,
+        n_cases=tally.cases,
+        n_skipped=tally.skipped,
+    )
+    store.write_source(record, items())
+    return tally.summary(source_id, str(path), fmt, written=True)

@@ -1,0 +1,83 @@
+"""Turn a logged conversation into labelled cases, and account for every message that did not become one."""
+
+from __future__ import annotations
+
+from ragreplay.core.ids import case_id
+from ragreplay.core.types import Case, Conversation, Message, Role, Skip, SkipReason
+
+
+def extract_cases(conv: Conversation) -> tuple[list[Case], list[Skip]]:
+    """Split ``conv`` into the cases it yields and the messages it skips, each skip with its reason.
+
+    An AI message answers the nearest human message before it that no earlier AI message has answered yet
+    (system and tool messages in between are ignored). Each message is then accounted for exactly once:
+
+    - a **human** message without feedback is a query: neither a case nor a skip;
+    - a **human, system or tool** message carrying feedback is skipped as ``FEEDBACK_ON_NON_AI``;
+    - a **system or tool** message without feedback is skipped as ``SYSTEM_OR_TOOL``;
+    - an **AI** message becomes a case, or is skipped with the first reason that applies, in this order:
+      ``NO_FEEDBACK`` (no label), ``NO_PRECEDING_HUMAN`` (no human message anywhere before it),
+      ``CONSECUTIVE_AI`` (its question was already answered by an earlier AI message, which keeps it),
+      ``EMPTY_ANSWER`` (blank content), ``EMPTY_QUERY`` (its question is blank).
+
+    So ``len(cases) + len(skips) == len(messages) - (human messages without feedback)``.
+
+    A case's history is every human and AI message before its query (system and tool messages dropped); its
+    timestamp is the AI message's, else the query's; tags and user id come from the conversation.
+    """
+    cases: list[Case] = []
+    skips: list[Skip] = []
+    seen_human = False
+    pending_query: int | None = None  # index of the latest human message no AI message has answered yet
+
+    def skip(index: int, reason: SkipReason) -> None:
+        skips.append(Skip(conversation_id=conv.id, message_index=index, reason=reason))
+
+    for index, message in enumerate(conv.messages):
+        if message.role is not Role.AI:
+            if message.feedback is not None:
+                skip(index, SkipReason.FEEDBACK_ON_NON_AI)
+            elif message.role is not Role.HUMAN:
+                skip(index, SkipReason.SYSTEM_OR_TOOL)
+            if message.role is Role.HUMAN:
+                seen_human = True
+                pending_query = index
+            continue
+
+        query_index, pending_query = pending_query, None
+        if message.feedback is None:
+            skip(index, SkipReason.NO_FEEDBACK)
+        elif not seen_human:
+            skip(index, SkipReason.NO_PRECEDING_HUMAN)
+        elif query_index is None:
+            skip(index, SkipReason.CONSECUTIVE_AI)
+        elif not message.content.strip():
+            skip(index, SkipReason.EMPTY_ANSWER)
+        elif not conv.messages[query_index].content.strip():
+            skip(index, SkipReason.EMPTY_QUERY)
+        else:
+            cases.append(_make_case(conv, index, query_index))
+    return cases, skips
+
+
+def _make_case(conv: Conversation, answer_index: int, query_index: int) -> Case:
+    answer = conv.messages[answer_index]
+    query = conv.messages[query_index]
+    assert answer.feedback is not None  # checked by the caller
+    return Case(
+        id=case_id(conv.id, answer_index, query.content, answer.content),
+        conversation_id=conv.id,
+        turn_index=answer_index,
+        query=query.content,
+        history=_dialogue(conv.messages[:query_index]),
+        old_answer=answer.content,
+        feedback=answer.feedback,
+        retrieved=answer.retrieved,
+        tags=dict(conv.tags),
+        ts=answer.ts if answer.ts is not None else query.ts,
+        user_id=conv.user_id,
+    )
+
+
+def _dialogue(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    return tuple(m for m in messages if m.role in (Role.HUMAN, Role.AI))
