@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ragreplay.core.types import Answer, Case, Judgment, Message
+from ragreplay.core.runs import ResultRecord, RunStatus
+from ragreplay.core.types import Answer, Case, Judgment, Rewrite
 from ragreplay.providers.base import ChatRequest, ChatResponse
 
 
@@ -70,6 +72,32 @@ class CacheBackend(Protocol):
         """The stored response for ``key``, or ``None``."""
         ...
 
-    def cache_put(self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+    def cache_put(
+        self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]
+    ) -> None:
         """Store a response (idempotent: a second put with the same key keeps the first)."""
+        ...
+
+
+class RunStore(Protocol):
+    """What the replay engine needs from the store. Each call is its own small transaction."""
+
+    def get_rewrites(self, case_ids: Sequence[str]) -> dict[str, Rewrite]:
+        """The rewrites pinned to any of ``case_ids``, by case id."""
+        ...
+
+    def pin_rewrite(self, case_id: str, rewrite: Rewrite) -> Rewrite:
+        """Pin ``rewrite`` unless one is pinned already; return the pinned one."""
+        ...
+
+    def save_result(self, result: ResultRecord) -> None:
+        """Upsert one case's result row."""
+        ...
+
+    def load_results(self, run_id: str) -> list[ResultRecord]:
+        """All result rows of a run."""
+        ...
+
+    def set_run_status(self, run_id: str, status: RunStatus, finished_at: datetime | None = None) -> None:
+        """Move a run to ``status``."""
         ...

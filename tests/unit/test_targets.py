@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -282,9 +282,6 @@ async def test_logged_target_default_tries_turn_then_question() -> None:
 
 
 async def test_logged_target_reads_log_file_with_ingest() -> None:
-    ingest = importlib.util.find_spec("ragreplay.ingest")
-    if ingest is None or not hasattr(importlib.import_module("ragreplay.ingest"), "iter_file_cases"):
-        pytest.skip("ragreplay.ingest.iter_file_cases not available yet")
     target = load_target(FIXTURES / "logged.yaml")
     assert target.name == "october"
     answer = await target.answer("?", make_case(conversation_id="conv_001", turn_index=3))
@@ -294,8 +291,6 @@ async def test_logged_target_reads_log_file_with_ingest() -> None:
 
 
 async def test_logged_target_uses_inline_field_mapping(tmp_path: Path) -> None:
-    if not hasattr(importlib.import_module("ragreplay.ingest"), "iter_file_cases"):
-        pytest.skip("ragreplay.ingest.iter_file_cases not available yet")
     line = (FIXTURES / "october.jsonl").read_text().replace('"id": "conv_001"', '"session": "s1"')
     (tmp_path / "renamed.jsonl").write_text(line)
     path = write(
@@ -312,6 +307,23 @@ async def test_logged_target_uses_inline_field_mapping(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"target\.mapping"):
         load_target(bad)
+
+
+async def test_logged_target_answers_from_unlabelled_log(tmp_path: Path) -> None:
+    # a candidate period's log usually carries no feedback: every answered turn must still be found
+    conv = {
+        "id": "k1",
+        "messages": [
+            {"role": "human", "content": "Q one?"},
+            {"role": "ai", "content": "A one."},
+            {"role": "human", "content": "Q two?"},
+            {"role": "ai", "content": "A two."},
+        ],
+    }
+    (tmp_path / "nov.jsonl").write_text(json.dumps(conv) + "\n")
+    target = load_target(write(tmp_path, "target:\n  kind: logged\n  log: nov.jsonl\n"))
+    assert (await target.answer("?", make_case(conversation_id="k1", turn_index=3))).text == "A two."
+    assert (await target.answer("q one", make_case(conversation_id="zz", turn_index=9))).text == "A one."
 
 
 def test_logged_target_missing_log_is_config_error(tmp_path: Path) -> None:

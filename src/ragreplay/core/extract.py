@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from ragreplay.core.ids import case_id
-from ragreplay.core.types import Case, Conversation, Message, Role, Skip, SkipReason
+from ragreplay.core.types import Case, Conversation, Message, RetrievedChunk, Role, Skip, SkipReason
 
 
 def extract_cases(conv: Conversation) -> tuple[list[Case], list[Skip]]:
@@ -81,3 +83,41 @@ def _make_case(conv: Conversation, answer_index: int, query_index: int) -> Case:
 
 def _dialogue(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     return tuple(m for m in messages if m.role in (Role.HUMAN, Role.AI))
+
+
+class AnsweredTurn(BaseModel):
+    """An AI answer to a human question, labelled or not: what a logged period said to a question."""
+
+    model_config = ConfigDict(frozen=True)
+
+    conversation_id: str
+    turn_index: int
+    query: str
+    answer: str
+    retrieved: tuple[RetrievedChunk, ...] = ()
+    case_id: str | None = None
+
+
+def answered_turns(conv: Conversation) -> list[AnsweredTurn]:
+    """Every non-empty AI answer to a pending human question, with or without feedback.
+
+    Pairs messages by the same rule as :func:`extract_cases`; used to look answers up in a logged period.
+    """
+    turns: list[AnsweredTurn] = []
+    pending_query: int | None = None
+    for index, message in enumerate(conv.messages):
+        if message.role is Role.HUMAN:
+            pending_query = index
+        elif message.role is Role.AI:
+            query_index, pending_query = pending_query, None
+            if query_index is not None and message.content.strip():
+                turns.append(
+                    AnsweredTurn(
+                        conversation_id=conv.id,
+                        turn_index=index,
+                        query=conv.messages[query_index].content,
+                        answer=message.content,
+                        retrieved=message.retrieved,
+                    )
+                )
+    return turns

@@ -141,6 +141,8 @@ class Rewrite(_Frozen):
     rewritten: bool
     model: str | None = None
     prompt_version: str | None = None
+    note: str = ""
+    cost_usd: float = 0.0
 
 
 class Judgment(_Frozen):

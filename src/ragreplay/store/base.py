@@ -24,6 +24,8 @@ class StoreBase:
     def __init__(self, engine: Engine, display_url: str) -> None:
         self._engine = engine
         self.url = display_url
+        # Building an upsert costs more than running it on SQLite; statements are immutable: build each once.
+        self._statements: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
@@ -47,13 +49,21 @@ class StoreBase:
 
     def _insert_ignore(self, table: Table, keys: Sequence[str]) -> Any:
         """INSERT that keeps the existing row when ``keys`` already exist."""
-        return self._insert(table).on_conflict_do_nothing(index_elements=list(keys))
+        cache_key = ("ignore", table.name, tuple(keys))
+        if cache_key not in self._statements:
+            self._statements[cache_key] = self._insert(table).on_conflict_do_nothing(
+                index_elements=list(keys)
+            )
+        return self._statements[cache_key]
 
     def _upsert(self, table: Table, keys: Sequence[str]) -> Any:
         """INSERT that replaces every non-key column when ``keys`` already exist."""
-        stmt = self._insert(table)
-        update = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
-        return stmt.on_conflict_do_update(index_elements=list(keys), set_=update)
+        cache_key = ("upsert", table.name, tuple(keys))
+        if cache_key not in self._statements:
+            stmt = self._insert(table)
+            update = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
+            self._statements[cache_key] = stmt.on_conflict_do_update(index_elements=list(keys), set_=update)
+        return self._statements[cache_key]
 
 
 def unique_by_prefix(conn: Connection, id_column: ColumnElement[str], prefix: str, what: str) -> str | None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from ragreplay.core.extract import AnsweredTurn, answered_turns
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case
 from ragreplay.errors import ConfigError, InputProblem
@@ -26,24 +26,36 @@ class LoggedTarget:
     When several logged turns share a question, the last one in the log wins.
     """
 
-    def __init__(self, name: str, version: str, cases: Iterable[Case], match: MatchMode = None) -> None:
+    def __init__(
+        self, name: str, version: str, turns: Iterable[AnsweredTurn], match: MatchMode = None
+    ) -> None:
         self._name = name
         self._version = version
         self._match = match
-        self._by_turn: dict[tuple[str, int], Case] = {}
-        self._by_question: dict[str, Case] = {}
-        for case in cases:
-            self._by_turn[(case.conversation_id, case.turn_index)] = case
-            self._by_question[normalise_question(case.query)] = case
+        self._by_turn: dict[tuple[str, int], AnsweredTurn] = {}
+        self._by_question: dict[str, AnsweredTurn] = {}
+        for turn in turns:
+            self._by_turn[(turn.conversation_id, turn.turn_index)] = turn
+            self._by_question[normalise_question(turn.query)] = turn
 
     @classmethod
     def from_cases(cls, name: str, cases: Iterable[Case], match: MatchMode = None) -> LoggedTarget:
         """Build from cases already in memory; the version hashes their ids and answers."""
-        materialised = list(cases)
+        turns = [
+            AnsweredTurn(
+                conversation_id=c.conversation_id,
+                turn_index=c.turn_index,
+                query=c.query,
+                answer=c.old_answer,
+                retrieved=c.retrieved,
+                case_id=c.id,
+            )
+            for c in cases
+        ]
         version = content_hash(
-            {"kind": "logged", "match": match, "cases": [[c.id, c.old_answer] for c in materialised]}
+            {"kind": "logged", "match": match, "cases": [[t.case_id, t.answer] for t in turns]}
         )
-        return cls(name, version, materialised, match)
+        return cls(name, version, turns, match)
 
     @property
     def name(self) -> str:
@@ -66,16 +78,16 @@ class LoggedTarget:
         if found is None:
             return Answer(text="", error=NO_ANSWER, latency_ms=elapsed)
         return Answer(
-            text=found.old_answer,
+            text=found.answer,
             contexts=found.retrieved,
             latency_ms=elapsed,
-            extra={"logged_case_id": found.id},
+            extra={"logged_turn": [found.conversation_id, found.turn_index]},
         )
 
     async def aclose(self) -> None:
         """Nothing to release."""
 
-    def _find(self, question: str, case: Case) -> Case | None:
+    def _find(self, question: str, case: Case) -> AnsweredTurn | None:
         if self._match in (None, "turn"):
             found = self._by_turn.get((case.conversation_id, case.turn_index))
             if found is not None or self._match == "turn":
@@ -108,7 +120,7 @@ def logged_target_from_config(
     digests = [hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in hashed if p.is_file()]
     version = content_hash([cfg.model_dump(mode="json"), *digests])
     return LoggedTarget(
-        name, version, _iter_cases(path, cfg.format, _mapping(cfg, base_dir, source)), cfg.match
+        name, version, _iter_turns(path, cfg.format, _mapping(cfg, base_dir, source)), cfg.match
     )
 
 
@@ -123,13 +135,9 @@ def _mapping(cfg: LoggedTargetConfig, base_dir: Path, source: str) -> Any:
     return FieldMapping.from_dict(cfg.mapping, origin=f"{source}: field 'target.mapping'")
 
 
-def _iter_cases(path: Path, fmt: str | None, mapping: Any) -> Iterator[Case]:
-    # Looked up at call time: the ingest package is an adapter of its own and may be absent in slim installs.
-    ingest = importlib.import_module("ragreplay.ingest")
-    iter_file_cases = getattr(ingest, "iter_file_cases", None)
-    if iter_file_cases is None:
-        raise ConfigError(
-            "the 'logged' target needs ragreplay.ingest.iter_file_cases, which is not available"
-        )
-    cases: Iterator[Case] = iter_file_cases(path, fmt, mapping)
-    return cases
+def _iter_turns(path: Path, fmt: str | None, mapping: Any) -> Iterator[AnsweredTurn]:
+    """Every answered turn of the log, labelled or not (a candidate period's log usually has no feedback)."""
+    from ragreplay.ingest import iter_conversations
+
+    for _, conv in iter_conversations(path, fmt, mapping):
+        yield from answered_turns(conv)

@@ -1,0 +1,87 @@
+"""The Python API: the same jobs as the CLI, for notebooks and scripts.
+
+>>> import ragreplay
+>>> ragreplay.ingest("logs.jsonl", db="ragreplay.db")          # doctest: +SKIP
+>>> run_id = ragreplay.replay("candidate.yaml", judge="openai:gpt-4.1-mini", db="ragreplay.db")  # doctest: +SKIP
+>>> print(ragreplay.report(run_id, db="ragreplay.db", fmt="md"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ragreplay.core.summary import RunSummary
+from ragreplay.engine import ProgressCallback
+from ragreplay.ingest import IngestSummary, ingest_file
+from ragreplay.judges.fit import FitJudge
+from ragreplay.providers.registry import ModelFactory
+from ragreplay.report import render
+from ragreplay.rewrite import Rewriter
+from ragreplay.service import execute_run, plan_run, select_cases, summarize_run
+from ragreplay.settings import Settings
+from ragreplay.store import Store
+from ragreplay.targets.loader import load_target
+
+
+def ingest(path: str | Path, db: str = "ragreplay.db", fmt: str | None = None) -> IngestSummary:
+    """Ingest a conversation log into the store at ``db``."""
+    store = Store.open(db)
+    try:
+        return ingest_file(Path(path), store, fmt)
+    finally:
+        store.close()
+
+
+async def replay_async(
+    target: str | Path,
+    judge: str,
+    db: str = "ragreplay.db",
+    rewriter: str | None = None,
+    concurrency: int = 16,
+    tags: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
+    fresh: bool = False,
+    progress: ProgressCallback | None = None,
+) -> str:
+    """Replay the ingested cases through ``target`` (a target YAML), judged by ``judge``; return the run id."""
+    base = settings or Settings()
+    settings = base.model_copy(
+        update={"db": db, "judge": judge, "rewriter": rewriter or base.rewriter, "concurrency": concurrency}
+    )
+    store = Store.open(settings.db)
+    loaded = load_target(Path(target))
+    factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
+    try:
+        fit_judge = FitJudge(factory.build(judge))
+        spec = settings.rewriter_spec
+        rw = Rewriter(factory.build(spec)) if spec else None
+        cases = select_cases(store, None, tags, None)
+        run, _ = plan_run(store, cases, loaded, fit_judge, rw, {"tags": dict(tags) if tags else None}, fresh)
+        await execute_run(store, run, cases, loaded, fit_judge, rw, settings.concurrency, progress)
+        return run.id
+    finally:
+        await loaded.aclose()
+        await factory.aclose()
+        store.close()
+
+
+def replay(target: str | Path, judge: str, db: str = "ragreplay.db", **kwargs: object) -> str:
+    """Synchronous :func:`replay_async`."""
+    return asyncio.run(replay_async(target, judge, db, **kwargs))  # type: ignore[arg-type]
+
+
+def summary(run_id: str, db: str = "ragreplay.db") -> RunSummary:
+    """The summary of a run (verdict counts, rates with intervals, per-tag rows, cases)."""
+    store = Store.open(db)
+    try:
+        return summarize_run(store, run_id)
+    finally:
+        store.close()
+
+
+def report(run_id: str, db: str = "ragreplay.db", fmt: str = "text") -> str:
+    """A run's report as text, Markdown or JSON."""
+    return render(summary(run_id, db), fmt)

@@ -1,0 +1,44 @@
+"""Helpers shared by the CLI commands: consoles, store opening, the model stack."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ragreplay.errors import ConfigError
+from ragreplay.settings import Settings, load_settings
+from ragreplay.store import Store
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def settings_from(config: Path | None, **overrides: Any) -> Settings:
+    """Settings from the config file, the environment and the given flag values (flags win)."""
+    return load_settings(config, os.environ, overrides)
+
+
+@contextmanager
+def open_store(url: str) -> Iterator[Store]:
+    """Open the store at ``url`` for the duration of a command."""
+    store = Store.open(url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def parse_tags(values: list[str] | None) -> dict[str, str]:
+    """``["dept=hr", "lang=nl"]`` -> ``{"dept": "hr", "lang": "nl"}``."""
+    tags: dict[str, str] = {}
+    for value in values or []:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--tag {value!r}: expected KEY=VALUE, e.g. --tag department=hr")
+        tags[key.strip()] = val.strip()
+    return tags

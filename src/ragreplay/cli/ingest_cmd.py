@@ -1,0 +1,73 @@
+"""`ragreplay ingest`: read a conversation log into the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from ragreplay.cli.common import console, open_store, settings_from
+from ragreplay.ingest import IngestSummary, ingest_file, validate_file
+from ragreplay.ingest.mapping import FieldMapping
+from ragreplay.yamlio import load_model, read_yaml
+
+
+def _summary_table(summary: IngestSummary, title: str) -> Table:
+    table = Table(title=title, show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("count", justify="right")
+    for key, value in summary.model_dump(mode="json").items():
+        if isinstance(value, dict):
+            for sub, n in sorted(value.items()):
+                table.add_row(f"{key}: {sub}", str(n))
+        else:
+            table.add_row(key, str(value))
+    return table
+
+
+def ingest(
+    path: Annotated[
+        Path, typer.Argument(help="Conversation log: canonical JSONL, flat CSV/JSONL, or OpenAI chat JSONL")
+    ],
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="canonical | flat | openai (default: detect)")
+    ] = None,
+    mapping: Annotated[
+        Path | None, typer.Option(help="YAML field mapping for non-standard column names")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count; write nothing")] = False,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing."""
+    field_mapping = load_model(FieldMapping, read_yaml(mapping), str(mapping)) if mapping else None
+    if dry_run:
+        summary = validate_file(path, fmt, field_mapping)
+        console.print(_summary_table(summary, f"{path} is valid (dry run: nothing written)"))
+        return
+    settings = settings_from(config, db=db)
+    with (
+        open_store(settings.db) as store,
+        Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as bar,
+    ):
+        task = bar.add_task(f"ingesting {path.name}", total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        summary = ingest_file(path, store, fmt, field_mapping, progress=on_progress)
+    if summary.already_ingested:
+        console.print(f"{path} was already ingested as source {summary.source_id}: nothing to do.")
+        return
+    console.print(_summary_table(summary, f"ingested {path} into {store.url}"))

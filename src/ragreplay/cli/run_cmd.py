@@ -1,0 +1,150 @@
+"""`ragreplay run`: rewrite, replay and judge every labelled case through a candidate target."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ragreplay import engine
+from ragreplay.cli.common import console, err_console, open_store, parse_tags, settings_from
+from ragreplay.core.runs import RunRecord
+from ragreplay.core.types import Case
+from ragreplay.errors import ConfigError
+from ragreplay.judges.fit import FitJudge
+from ragreplay.ports import Target
+from ragreplay.providers.registry import ModelFactory
+from ragreplay.report.terminal import build_renderable
+from ragreplay.rewrite import Rewriter
+from ragreplay.service import execute_run, plan_run, select_cases, summarize_run
+from ragreplay.settings import Settings
+from ragreplay.store import Store
+from ragreplay.targets.loader import load_target
+
+
+def progress_bar() -> Progress:
+    """A progress bar with counts, rate, ETA, cost so far and errors."""
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} cases/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("${task.fields[cost]:.4f}"),
+        TextColumn(
+            "[red]{task.fields[errors]} err[/red] [magenta]{task.fields[unscorable]} unscorable[/magenta]"
+        ),
+        console=console,
+    )
+
+
+async def run_replay(
+    store: Store,
+    settings: Settings,
+    target: Target,
+    cases: list[Case],
+    selection: dict[str, object],
+    fresh: bool,
+) -> RunRecord:
+    """Plan (or resume) a run and execute it with a live progress bar."""
+    if not settings.judge:
+        raise ConfigError(
+            "no judge configured. Fix: pass --judge provider:model (e.g. --judge openai:gpt-4.1-mini, or "
+            "--judge fake:default for the shipped deterministic fake), set RAGREPLAY_JUDGE, or `judge:` in "
+            "ragreplay.yaml."
+        )
+    factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
+    try:
+        judge = FitJudge(factory.build(settings.judge))
+        rewriter_spec = settings.rewriter_spec
+        rewriter = Rewriter(factory.build(rewriter_spec)) if rewriter_spec else None
+        run, resumed = plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh)
+        if resumed:
+            console.print(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)")
+        else:
+            console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases")
+        with progress_bar() as bar:
+            task = bar.add_task(
+                f"replaying through {target.name}",
+                total=len(cases),
+                rate="–",
+                cost=0.0,
+                errors=0,
+                unscorable=0,
+            )
+
+            def on_progress(p: engine.Progress) -> None:
+                speed = bar.tasks[task].speed
+                bar.update(
+                    task,
+                    completed=p.done,
+                    rate=f"{speed:.1f}" if speed else "–",
+                    cost=p.cost_usd,
+                    errors=p.errors,
+                    unscorable=p.unscorable,
+                )
+
+            await execute_run(store, run, cases, target, judge, rewriter, settings.concurrency, on_progress)
+        return run
+    finally:
+        await target.aclose()
+        await factory.aclose()
+
+
+def run(
+    target: Annotated[Path, typer.Option(help="Candidate target YAML (the RAG configuration under test)")],
+    judge: Annotated[
+        str | None, typer.Option(help="FIT judge, provider:model (e.g. openai:gpt-4.1-mini)")
+    ] = None,
+    rewriter: Annotated[
+        str | None, typer.Option(help="Follow-up rewriter, provider:model [default: judge]")
+    ] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    source: Annotated[
+        list[str] | None, typer.Option(help="Only cases from this ingested source (repeatable)")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Only cases with tag KEY=VALUE (repeatable)")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N cases")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Cases replayed at once [default: 16]")] = None,
+    cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start a new run even if an unfinished one matches")
+    ] = False,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Replay labelled cases through a candidate and judge each new answer against the old one.
+
+    Interrupted runs (Ctrl-C, a kill) resume when the same command runs again: finished cases are kept and no
+    model call is paid twice.
+    """
+    settings = settings_from(
+        config, db=db, judge=judge, rewriter=rewriter, concurrency=concurrency, cache=cache
+    )
+    loaded_target = load_target(target)
+    tags = parse_tags(tag)
+    with open_store(settings.db) as store:
+        cases = select_cases(store, source, tags, limit)
+        selection: dict[str, object] = {"source_ids": source or None, "tags": tags or None, "limit": limit}
+        try:
+            replayed = asyncio.run(run_replay(store, settings, loaded_target, cases, selection, fresh))
+        except KeyboardInterrupt:
+            err_console.print(
+                "\n[yellow]interrupted.[/yellow] Finished cases are saved; run the same command again to resume."
+            )
+            raise typer.Exit(130) from None
+        summary = summarize_run(store, replayed.id)
+    console.print(build_renderable(summary, examples=5))
+    console.print(f"\nfull report: ragreplay report {replayed.id} --format md")

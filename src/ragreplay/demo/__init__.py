@@ -1,0 +1,1 @@
+"""Shipped sample data and the `ragreplay demo` job."""

@@ -1,0 +1,159 @@
+"""The async replay engine: rewrite, replay, judge every case of a run, saving each step as it completes.
+
+Every step's outcome is saved before the next step starts, so a run killed at any point resumes where it stopped
+without repeating a target call, and (with the model cache) without repeating a model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
+from ragreplay.core.types import Case, Fit, Rewrite
+from ragreplay.core.verdicts import verdict_for
+from ragreplay.ports import Judge, RunStore, Target
+from ragreplay.providers.base import ProviderError
+from ragreplay.rewrite import Rewriter
+
+
+@dataclass
+class Progress:
+    """Counts a progress display shows while a run goes on."""
+
+    total: int
+    done: int = 0
+    errors: int = 0
+    unscorable: int = 0
+    cost_usd: float = 0.0
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass
+class Replayer:
+    """Replays the cases of one run through a target and judges each new answer."""
+
+    store: RunStore
+    target: Target
+    judge: Judge
+    rewriter: Rewriter | None
+    concurrency: int = 16
+    _pinned: dict[str, Rewrite] = field(default_factory=dict)
+
+    async def run(
+        self, run_id: str, cases: Sequence[Case], progress: ProgressCallback | None = None
+    ) -> Progress:
+        """Replay every case of ``run_id`` that is not done yet; return the final counts.
+
+        Cases that errored in an earlier attempt are tried again; finished cases are never touched.
+        """
+        existing = {r.case_id: r for r in self.store.load_results(run_id)}
+        state = Progress(total=len(cases))
+        todo: list[tuple[Case, ResultRecord]] = []
+        for case in cases:
+            result = existing.get(case.id) or ResultRecord(run_id=run_id, case_id=case.id)
+            if result.status == ResultStatus.DONE:
+                self._count(state, result)
+            else:
+                todo.append((case, result))
+        self._pinned = self.store.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
+        if progress:
+            progress(state)
+        queue: asyncio.Queue[tuple[Case, ResultRecord]] = asyncio.Queue()
+        for item in todo:
+            queue.put_nowait(item)
+
+        async def worker() -> None:
+            while True:
+                try:
+                    case, result = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                final = await self.replay_case(case, result)
+                self._count(state, final)
+                if progress:
+                    progress(state)
+
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(self.concurrency, len(todo))))]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        status = RunStatus.DONE
+        self.store.set_run_status(run_id, status, finished_at=datetime.now(UTC))
+        return state
+
+    @staticmethod
+    def _count(state: Progress, result: ResultRecord) -> None:
+        state.done += 1
+        if result.status == ResultStatus.ERROR:
+            state.errors += 1
+        if result.judgment and result.judgment.fit == Fit.UNSCORABLE:
+            state.unscorable += 1
+        for part in (result.rewrite, result.answer, result.judgment):
+            if part is not None:
+                state.cost_usd += part.cost_usd
+
+    def _save(self, result: ResultRecord) -> ResultRecord:
+        self.store.save_result(result)
+        return result
+
+    def _fail(self, result: ResultRecord, step: str, exc: Exception) -> ResultRecord:
+        message = f"{step}: {type(exc).__name__}: {exc}"
+        return self._save(result.model_copy(update={"status": ResultStatus.ERROR, "error": message}))
+
+    async def _rewrite(self, case: Case) -> Rewrite:
+        """The case's pinned standalone question; rewritten and pinned on first use."""
+        if not case.history:
+            return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
+        pinned = self._pinned.get(case.id)
+        if pinned is not None:
+            return pinned
+        if self.rewriter is None:
+            return Rewrite(original=case.query, query=case.query, rewritten=False, note="no rewriter")
+        return self.store.pin_rewrite(case.id, await self.rewriter.rewrite(case))
+
+    async def replay_case(self, case: Case, result: ResultRecord) -> ResultRecord:
+        """Take one case from wherever it stopped to DONE or ERROR, saving after each step."""
+        if result.rewrite is None:
+            try:
+                rewrite = await self._rewrite(case)
+            except ProviderError as exc:
+                return self._fail(result, "rewrite", exc)
+            # Not saved on its own: the rewrite is pinned per case, and saved with the answer below.
+            result = result.model_copy(update={"rewrite": rewrite, "error": None})
+        assert result.rewrite is not None
+        question = result.rewrite.query
+
+        if result.answer is None or result.answer.error:
+            answer = await self.target.answer(question, case)
+            result = self._save(result.model_copy(update={"answer": answer}))
+            if answer.error:
+                return self._save(
+                    result.model_copy(
+                        update={"status": ResultStatus.ERROR, "error": f"target: {answer.error}"}
+                    )
+                )
+        assert result.answer is not None
+
+        try:
+            judgment = await self.judge.judge(case, question, result.answer)
+        except ProviderError as exc:
+            return self._fail(result, "judge", exc)
+        return self._save(
+            result.model_copy(
+                update={
+                    "judgment": judgment,
+                    "verdict": verdict_for(case.feedback, judgment.fit),
+                    "status": ResultStatus.DONE,
+                    "error": None,
+                }
+            )
+        )

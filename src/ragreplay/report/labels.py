@@ -1,0 +1,74 @@
+"""Words and number formats shared by every report format, so they all say the same thing."""
+
+from __future__ import annotations
+
+from ragreplay.core.summary import RateValue, RunSummary, VerdictRates
+from ragreplay.core.types import Verdict
+
+VERDICT_MEANING = {
+    Verdict.GOOD_FIT: "liked before, same answer now: quality kept",
+    Verdict.GOOD_NO_FIT: "liked before, different answer now: possible regression",
+    Verdict.BAD_FIT: "disliked before, same answer now: not fixed",
+    Verdict.BAD_NO_FIT: "disliked before, different answer now: possible fix, review",
+}
+
+RATE_LABELS = (
+    ("good_maintenance", "good maintenance", "GOOD answers kept (want high)"),
+    ("good_change", "good change", "GOOD answers changed"),
+    ("bad_persistence", "bad persistence", "BAD answers unchanged (want low)"),
+    ("bad_change", "bad change", "BAD answers changed: candidates for review (want high)"),
+)
+
+
+def pct(value: float | None) -> str:
+    """A share as a percentage with one decimal, or an en dash when undefined."""
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def rate_text(r: RateValue) -> str:
+    """``62.5% [47.1–75.8%] (25/40)``."""
+    if r.n == 0:
+        return "– (0/0)"
+    return f"{pct(r.value)} [{pct(r.low)}–{pct(r.high)}] ({r.k}/{r.n})"
+
+
+def rate_of(rates: VerdictRates, key: str) -> RateValue:
+    """One of the four rates by attribute name."""
+    value = getattr(rates, key)
+    assert isinstance(value, RateValue)
+    return value
+
+
+def header_lines(s: RunSummary) -> list[tuple[str, str]]:
+    """Key facts of a run as (label, value) pairs."""
+    run = s.run
+    rewriter = f"{run.rewriter_name} ({run.rewrite_prompt_version})" if run.rewriter_name else "none"
+    return [
+        ("run", run.id),
+        ("status", str(run.status)),
+        ("target", f"{run.target_name} (version {run.target_version})"),
+        ("judge", f"{run.judge_name} (prompt {run.judge_prompt_version})"),
+        ("rewriter", rewriter),
+        ("dataset", f"{run.dataset_hash} ({run.n_cases} cases)"),
+        ("config", run.config_hash),
+        (
+            "cases",
+            f"{s.n_done} judged/done, {s.n_errors} errored, {s.n_unscorable} unscorable, {s.n_pending} pending, "
+            f"{s.n_rewritten} rewritten",
+        ),
+        ("cost", f"${s.cost_usd:.4f} ({s.tokens_in} tokens in, {s.tokens_out} out)"),
+        (
+            "latency",
+            "–"
+            if s.latency_p50_ms is None
+            else f"p50 {s.latency_p50_ms:.0f} ms, p95 {(s.latency_p95_ms or 0):.0f} ms",
+        ),
+    ]
+
+
+def truncate(text: str | None, width: int = 160) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    if text is None:
+        return "–"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
