@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import json
 import socket
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import aiohttp
 import httpx
 import pytest
 
 from ragreplay.providers.base import ChatMessage, ChatRequest, ProviderError
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.limits import LimitedModel
-from ragreplay.providers.openai_compat import OpenAICompatModel, make_client
+from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import Price
 from ragreplay.providers.registry import ModelFactory
 
@@ -190,18 +193,112 @@ async def test_connection_refused_is_transient() -> None:
     assert "base_url" in str(info.value)
 
 
-async def test_pooled_client_runs_beyond_one_shard(start_server: StartServer) -> None:
+async def test_session_pool_caps_connections_at_max_connections(start_server: StartServer) -> None:
     base_url = start_server(latency_ms=50)
-    client = make_client(timeout_s=10, max_connections=24)
-    model = OpenAICompatModel("mock:m", base_url, "m", client=client)
+    shared = LazySession(timeout_s=10, max_connections=12)
+    model = OpenAICompatModel("mock:m", base_url, "m", client=shared)
     try:
         responses = await asyncio.gather(*(model.complete(request(f"q {i}")) for i in range(48)))
+        session = await shared.get()
     finally:
-        await client.aclose()
-    assert len(responses) == 48
-    assert stats(base_url)["max_in_flight"] > 8
-    transport = client._transport
-    assert sum(transport._busy) == 0  # every response released its shard
+        await shared.aclose()
+    assert len(responses) == 48 and session.closed
+    seen = stats(base_url)
+    assert seen["completions"] == 48
+    assert 8 < seen["max_in_flight"] <= 12  # the pool is used in parallel, and never beyond its cap
+
+
+async def test_judge_and_rewriter_of_one_provider_share_one_session(start_server: StartServer) -> None:
+    base_url = start_server(latency_ms=30)
+    settings = ModelSettings(providers={"local": ProviderConfig(base_url=base_url, max_concurrency=3)})
+    factory = ModelFactory(settings, None, env={})
+    judge, rewriter = factory.build("local:judge"), factory.build("local:rewriter")
+    assert isinstance(judge, LimitedModel) and isinstance(rewriter, LimitedModel)
+    raw_judge, raw_rewriter = judge.inner, rewriter.inner
+    assert isinstance(raw_judge, OpenAICompatModel) and isinstance(raw_rewriter, OpenAICompatModel)
+    try:
+        # Straight at the raw models, past the limiter: only the shared pool of 3 holds the cap.
+        calls = [raw_judge.complete(request(f"verdict {i}")) for i in range(8)]
+        calls += [raw_rewriter.complete(request(f"standalone {i}")) for i in range(8)]
+        await asyncio.gather(*calls)
+        assert raw_judge._client is raw_rewriter._client
+        assert isinstance(raw_judge._client, LazySession)
+        session = await raw_judge._client.get()
+    finally:
+        await factory.aclose()
+    assert session.closed
+    seen = stats(base_url)
+    assert seen["completions"] == 16
+    assert seen["max_in_flight"] == 3
+
+
+def test_a_model_built_outside_a_loop_works_in_successive_event_loops(start_server: StartServer) -> None:
+    base_url = start_server()
+    model = OpenAICompatModel("mock:m", base_url, "m")
+    lazy = model._client
+    assert isinstance(lazy, LazySession)
+
+    async def call() -> aiohttp.ClientSession:
+        response = await model.complete(request("hello there"))
+        assert response.text.startswith("Mock answer")
+        return await lazy.get()
+
+    first = asyncio.run(call())  # no aclose: asyncio.run's shutdown still closes the session in its loop
+    assert first.closed
+    second = asyncio.run(call())
+    assert second is not first and second.closed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        asyncio.run(model.aclose())
+        gc.collect()
+    assert stats(base_url)["completions"] == 2
+
+
+def test_a_factory_built_outside_a_loop_serves_one_run_per_event_loop(start_server: StartServer) -> None:
+    base_url = start_server()
+    settings = ModelSettings(providers={"local": ProviderConfig(base_url=base_url)})
+    factory = ModelFactory(settings, None, env={})
+    judge = factory.build("local:judge")
+
+    async def one_run() -> None:  # what each CLI call does: build, run, close in its own loop
+        try:
+            assert (await judge.complete(request("verdict please"))).text.startswith("{")
+            assert not factory._clients["local"].closed
+        finally:
+            await factory.aclose()
+        assert factory._clients["local"].closed
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        asyncio.run(one_run())
+        asyncio.run(one_run())
+        gc.collect()
+    assert stats(base_url)["completions"] == 2
+
+
+def test_a_session_from_a_loop_closed_by_hand_is_replaced_and_closed(start_server: StartServer) -> None:
+    base_url = start_server()
+    lazy = LazySession()
+    model = OpenAICompatModel("mock:m", base_url, "m", client=lazy)
+    loop = asyncio.new_event_loop()
+    try:
+        stale = loop.run_until_complete(lazy.get())
+    finally:
+        loop.close()  # closed without shutting down its async generators, so the session is still open
+    assert not stale.closed and not lazy.closed
+
+    async def call_then_close() -> aiohttp.ClientSession:
+        try:
+            assert (await model.complete(request())).text.startswith("Mock answer")
+            return await lazy.get()
+        finally:
+            await lazy.aclose()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        fresh = asyncio.run(call_then_close())
+        gc.collect()
+    assert fresh is not stale and stale.closed and fresh.closed
 
 
 async def test_factory_custom_provider_against_the_mock(start_server: StartServer) -> None:

@@ -17,7 +17,7 @@ from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel
 from ragreplay.providers.limits import LimitedModel
-from ragreplay.providers.openai_compat import OpenAICompatModel
+from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
 from ragreplay.providers.registry import OPENAI_DEFAULT_BASE_URL, ModelFactory, parse_spec
 
 REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hello"),))
@@ -221,11 +221,21 @@ def test_custom_provider_needs_a_base_url_and_its_key() -> None:
     assert "local:qwen" in factory.unpriced
 
 
-async def test_aclose_closes_provider_clients() -> None:
-    settings = ModelSettings(providers={"local": ProviderConfig(base_url="http://127.0.0.1:9/v1")})
+async def test_one_lazy_session_per_provider_closed_by_aclose() -> None:
+    settings = ModelSettings(
+        providers={
+            "local": ProviderConfig(base_url="http://127.0.0.1:9/v1", max_concurrency=6, timeout_s=9),
+            "other": ProviderConfig(base_url="http://127.0.0.1:9/v1"),
+        }
+    )
     factory = ModelFactory(settings, env={})
-    model = factory.build("local:a")
-    assert isinstance(model, LimitedModel) and isinstance(model.inner, OpenAICompatModel)
-    client = model.inner._client
+    models = [factory.build(spec) for spec in ("local:a", "local:b", "other:a")]
+    inner = [m.inner for m in models if isinstance(m, LimitedModel)]
+    assert len(inner) == 3 and all(isinstance(m, OpenAICompatModel) for m in inner)
+    local_a, local_b, other = (m._client for m in inner)  # type: ignore[attr-defined]
+    assert isinstance(local_a, LazySession) and local_a is local_b and other is not local_a
+    assert (local_a.max_connections, local_a.timeout_s) == (6, 9)
+    assert local_a.closed  # nothing opened before the first request
+    session = await local_a.get()
     await factory.aclose()
-    assert client.is_closed
+    assert session.closed and local_a.closed and other.closed

@@ -13,15 +13,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import httpx
-
 from ragreplay.errors import ConfigError
 from ragreplay.ports import CacheBackend, ChatModel
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel, FakeCounters
 from ragreplay.providers.limits import LimitedModel, RetryPolicy, Sleep
-from ragreplay.providers.openai_compat import OpenAICompatModel, make_client
+from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import lookup_price, price_table
 
 BLOCK_ENV = "RAGREPLAY_BLOCK_REAL_MODELS"
@@ -52,7 +50,9 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 class ModelFactory:
-    """Builds and remembers the model stack for each spec; :meth:`aclose` releases the HTTP clients.
+    """Builds and remembers the model stack for each spec; :meth:`aclose` releases the HTTP sessions.
+
+    Building needs no event loop: each provider's aiohttp session is opened on its first request.
 
     ``env`` is where keys and fake options are read (``os.environ`` when not given). With
     ``RAGREPLAY_BLOCK_REAL_MODELS=1`` in it, only fake providers can be built.
@@ -75,7 +75,7 @@ class ModelFactory:
         self._models: dict[str, ChatModel] = {}
         self._cached: list[CachedModel] = []
         self._limits: dict[str, LimitedModel] = {}
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: dict[str, LazySession] = {}
         self._fake_counters: dict[str, FakeCounters] = {}
 
     def provider_config(self, provider: str) -> ProviderConfig:
@@ -156,7 +156,7 @@ class ModelFactory:
             log.warning("no price known for %s: its cost is reported as 0. Add it under 'prices:'", name)
         client = self._clients.get(provider)
         if client is None:
-            client = make_client(cfg.timeout_s, cfg.max_concurrency)
+            client = LazySession(cfg.timeout_s, cfg.max_concurrency)
             self._clients[provider] = client
         return OpenAICompatModel(
             name,
@@ -201,7 +201,6 @@ class ModelFactory:
         return value
 
     async def aclose(self) -> None:
-        """Close every HTTP client this factory opened."""
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
+        """Close every HTTP session this factory opened (a later request opens a new one)."""
+        for client in self._clients.values():
             await client.aclose()
