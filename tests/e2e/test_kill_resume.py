@@ -105,3 +105,47 @@ def test_sigkill_then_resume(tmp_path: Path, store_url: str) -> None:
     fresh_args = [*run_args[:-4], "--db", fresh_db, "--concurrency", "4"]
     assert _cli(fresh_args, fresh_env).wait(120) == 0
     assert set(keys) == {str(c["key"]) for c in _calls(fresh_log)}
+
+
+def test_ctrl_c_marks_run_interrupted_and_keeps_finished_cases(tmp_path: Path, store_url: str) -> None:
+    sample = build_sample(60)
+    sample.write(tmp_path)
+    (tmp_path / "candidate.yaml").write_text(TARGET)
+    log = tmp_path / "calls.jsonl"
+    env = {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(log), "COLUMNS": "120"}
+    assert _cli(["ingest", str(tmp_path / "production.jsonl"), "--db", store_url], env).wait(60) == 0
+    run_args = [
+        "run",
+        "--target",
+        str(tmp_path / "candidate.yaml"),
+        "--judge",
+        "fake:default",
+        "--db",
+        store_url,
+    ]
+    first = _cli(run_args, {**env, "RAGREPLAY_FAKE_HANG_AFTER": "20"})
+    deadline = time.monotonic() + 60
+    while len(_calls(log)) < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    first.send_signal(signal.SIGINT)
+    assert first.wait(20) == 130
+    err = first.stderr.read().decode() if first.stderr else ""
+    assert "interrupted" in err and "Traceback" not in err
+
+    store = Store.open(store_url)
+    try:
+        (run,) = store.list_runs()
+        assert run.status == "interrupted"
+        done_before = store.result_counts(run.id).get("done", 0)
+        assert done_before > 0
+    finally:
+        store.close()
+    assert _cli(run_args, env).wait(120) == 0
+    store = Store.open(store_url)
+    try:
+        (resumed,) = store.list_runs()
+        assert resumed.id == run.id and resumed.status == "done"
+    finally:
+        store.close()
+    assert max(Counter(str(c["key"]) for c in _calls(log)).values()) == 1

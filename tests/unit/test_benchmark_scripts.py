@@ -1,0 +1,76 @@
+"""The benchmark scripts' scoring, and a small run of each against the fake model / loopback mock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import rewrite_cast  # noqa: E402
+
+CAST = rewrite_cast.DATA / "cast_rewrites_2019_2020.normalized.jsonl"
+
+
+def test_token_f1_and_added_terms() -> None:
+    assert rewrite_cast.token_f1("How old is Lisa?", "how old is lisa") == 1.0
+    assert rewrite_cast.token_f1("a b", "c d") == 0.0
+    assert rewrite_cast.token_f1("lisa age", "lisa age now") == pytest.approx(0.8)
+    assert rewrite_cast.added_terms("Is it treatable?", "Is throat cancer treatable?") == {"throat", "cancer"}
+
+
+def test_scores_split_turns_by_whether_a_rewrite_is_needed() -> None:
+    rows = [
+        {"question": "What is X?", "rewrite": "What is X?", "history": []},  # first turn: ignored
+        {"question": "Tell me about Y.", "rewrite": "Tell me about Y.", "history": [{"text": "What is X?"}]},
+        {"question": "Is it big?", "rewrite": "Is Y big?", "history": [{"text": "Tell me about Y."}]},
+    ]
+    scores = rewrite_cast.score(rows, ["What is X?", "Tell me about Y.", "Is Y big?"])
+    assert scores.kept == [True] and scores.exact == [True] and scores.recall == [1.0]
+    identity = rewrite_cast.score(rows, [r["question"] for r in rows])
+    assert identity.exact == [False] and identity.recall == [0.0]
+
+
+@pytest.mark.skipif(not CAST.exists(), reason=f"CAsT data not at {CAST}")
+def test_rewrite_benchmark_runs_with_the_fake_model() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "rewrite_cast.py"),
+            "--rewriter",
+            "fake:default",
+            "--limit",
+            "40",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "40 turns" in out and "`fake:default`" in out and "identity" in out
+
+
+def test_throughput_benchmark_runs_small() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "replay_throughput.py"),
+            "--cases",
+            "40",
+            "--concurrency",
+            "8",
+            "--latency-ms",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    last = out.strip().splitlines()[-1].split("|")
+    cases, calls, warm_calls = int(last[1]), int(last[4]), int(last[8])
+    assert cases == 40 and calls == 60 and warm_calls == 0
