@@ -24,11 +24,10 @@ from pathlib import Path
 from ragreplay.core.ids import case_id
 from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
-from ragreplay.judges.fit import FitJudge
-from ragreplay.providers.config import ModelSettings, ProviderConfig
-from ragreplay.providers.registry import ModelFactory
-from ragreplay.rewrite import Rewriter
-from ragreplay.service import execute_run, plan_run, select_cases
+from ragreplay.providers.config import ProviderConfig
+from ragreplay.providers.pricing import Price
+from ragreplay.service import replay, select_cases
+from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.fake import FakeTarget
 
@@ -77,24 +76,21 @@ def mock_requests(base_url: str) -> int:
 
 
 async def replay_once(store: Store, base_url: str, concurrency: int, fresh: bool) -> tuple[float, int]:
-    """One full run; returns (seconds, cases)."""
-    settings = ModelSettings(
-        providers={"mock": ProviderConfig(base_url=base_url, max_concurrency=concurrency, max_retries=0)}
+    """One full run through the same service the CLI uses; returns (seconds, cases)."""
+    settings = Settings(
+        db=store.url,
+        judge="mock:bench-model",
+        concurrency=concurrency * 2,
+        providers={"mock": ProviderConfig(base_url=base_url, max_concurrency=concurrency, max_retries=0)},
+        prices={"mock:bench-model": Price(0.4, 1.6)},
     )
-    factory = ModelFactory(settings, cache=store, env={})
-    try:
-        judge = FitJudge(factory.build("mock:bench-model"))
-        rewriter = Rewriter(factory.build("mock:bench-model"))
-        target = FakeTarget(echo_old_answer=True, name="echo")
-        cases = select_cases(store)
-        run, _ = plan_run(store, cases, target, judge, rewriter, {}, fresh=fresh)
-        start, cpu = time.perf_counter(), time.process_time()
-        await execute_run(store, run, cases, target, judge, rewriter, concurrency=concurrency * 2)
-        wall = time.perf_counter() - start
-        print(f"client CPU {time.process_time() - cpu:.2f} s over {wall:.2f} s wall", file=sys.stderr)
-        return wall, len(cases)
-    finally:
-        await factory.aclose()
+    cases = select_cases(store)
+    target = FakeTarget(echo_old_answer=True, name="echo")
+    start, cpu = time.perf_counter(), time.process_time()
+    await replay(store, settings, target, cases, {}, env={}, fresh=fresh)
+    wall = time.perf_counter() - start
+    print(f"client CPU {time.process_time() - cpu:.2f} s over {wall:.2f} s wall", file=sys.stderr)
+    return wall, len(cases)
 
 
 def start_mock(latency_ms: float) -> tuple[str, subprocess.Popen[bytes]]:

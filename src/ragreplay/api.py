@@ -13,14 +13,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragreplay import service
 from ragreplay.core.summary import RunSummary
 from ragreplay.engine import ProgressCallback
 from ragreplay.ingest import IngestSummary, ingest_file
-from ragreplay.judges.fit import FitJudge
-from ragreplay.providers.registry import ModelFactory
 from ragreplay.report import render
-from ragreplay.rewrite import Rewriter
-from ragreplay.service import execute_run, plan_run, select_cases, summarize_run
+from ragreplay.service import select_cases, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
@@ -52,19 +50,14 @@ async def replay_async(
         update={"db": db, "judge": judge, "rewriter": rewriter or base.rewriter, "concurrency": concurrency}
     )
     store = Store.open(settings.db)
-    loaded = load_target(Path(target))
-    factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
     try:
-        fit_judge = FitJudge(factory.build(judge))
-        spec = settings.rewriter_spec
-        rw = Rewriter(factory.build(spec)) if spec else None
         cases = select_cases(store, None, tags, None)
-        run, _ = plan_run(store, cases, loaded, fit_judge, rw, {"tags": dict(tags) if tags else None}, fresh)
-        await execute_run(store, run, cases, loaded, fit_judge, rw, settings.concurrency, progress)
+        selection = {"tags": dict(tags) if tags else None}
+        run = await service.replay(
+            store, settings, load_target(Path(target)), cases, selection, os.environ, fresh, progress
+        )
         return run.id
     finally:
-        await loaded.aclose()
-        await factory.aclose()
         store.close()
 
 

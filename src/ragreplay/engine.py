@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Case, Fit, Rewrite
 from ragreplay.core.verdicts import verdict_for
-from ragreplay.ports import Judge, RunStore, Target
+from ragreplay.ports import Judge, ResultWriter, RunStore, Target
 from ragreplay.providers.base import ProviderError
 from ragreplay.rewrite import Rewriter
 
@@ -38,6 +38,7 @@ class Replayer:
     """Replays the cases of one run through a target and judges each new answer."""
 
     store: RunStore
+    writer: ResultWriter
     target: Target
     judge: Judge
     rewriter: Rewriter | None
@@ -101,13 +102,13 @@ class Replayer:
             if part is not None:
                 state.cost_usd += part.cost_usd
 
-    def _save(self, result: ResultRecord) -> ResultRecord:
-        self.store.save_result(result)
+    async def _save(self, result: ResultRecord) -> ResultRecord:
+        await self.writer.save_result(result)
         return result
 
-    def _fail(self, result: ResultRecord, step: str, exc: Exception) -> ResultRecord:
+    async def _fail(self, result: ResultRecord, step: str, exc: Exception) -> ResultRecord:
         message = f"{step}: {type(exc).__name__}: {exc}"
-        return self._save(result.model_copy(update={"status": ResultStatus.ERROR, "error": message}))
+        return await self._save(result.model_copy(update={"status": ResultStatus.ERROR, "error": message}))
 
     async def _rewrite(self, case: Case) -> Rewrite:
         """The case's pinned standalone question; rewritten and pinned on first use."""
@@ -118,7 +119,7 @@ class Replayer:
             return pinned
         if self.rewriter is None:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no rewriter")
-        return self.store.pin_rewrite(case.id, await self.rewriter.rewrite(case))
+        return await self.writer.pin_rewrite(case.id, await self.rewriter.rewrite(case))
 
     async def replay_case(self, case: Case, result: ResultRecord) -> ResultRecord:
         """Take one case from wherever it stopped to DONE or ERROR, saving after each step."""
@@ -126,7 +127,7 @@ class Replayer:
             try:
                 rewrite = await self._rewrite(case)
             except ProviderError as exc:
-                return self._fail(result, "rewrite", exc)
+                return await self._fail(result, "rewrite", exc)
             # Not saved on its own: the rewrite is pinned per case, and saved with the answer below.
             result = result.model_copy(update={"rewrite": rewrite, "error": None})
         assert result.rewrite is not None
@@ -134,20 +135,17 @@ class Replayer:
 
         if result.answer is None or result.answer.error:
             answer = await self.target.answer(question, case)
-            result = self._save(result.model_copy(update={"answer": answer}))
             if answer.error:
-                return self._save(
-                    result.model_copy(
-                        update={"status": ResultStatus.ERROR, "error": f"target: {answer.error}"}
-                    )
-                )
+                failed = {"answer": answer, "status": ResultStatus.ERROR, "error": f"target: {answer.error}"}
+                return await self._save(result.model_copy(update=failed))
+            result = await self._save(result.model_copy(update={"answer": answer}))
         assert result.answer is not None
 
         try:
             judgment = await self.judge.judge(case, question, result.answer)
         except ProviderError as exc:
-            return self._fail(result, "judge", exc)
-        return self._save(
+            return await self._fail(result, "judge", exc)
+        return await self._save(
             result.model_copy(
                 update={
                     "judgment": judgment,

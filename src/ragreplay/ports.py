@@ -80,18 +80,10 @@ class CacheBackend(Protocol):
 
 
 class RunStore(Protocol):
-    """What the replay engine needs from the store. Each call is its own small transaction."""
+    """What the replay engine reads from the store, and the run status it sets."""
 
     def get_rewrites(self, case_ids: Sequence[str]) -> dict[str, Rewrite]:
         """The rewrites pinned to any of ``case_ids``, by case id."""
-        ...
-
-    def pin_rewrite(self, case_id: str, rewrite: Rewrite) -> Rewrite:
-        """Pin ``rewrite`` unless one is pinned already; return the pinned one."""
-        ...
-
-    def save_result(self, result: ResultRecord) -> None:
-        """Upsert one case's result row."""
         ...
 
     def load_results(self, run_id: str) -> list[ResultRecord]:
@@ -100,4 +92,16 @@ class RunStore(Protocol):
 
     def set_run_status(self, run_id: str, status: RunStatus, finished_at: datetime | None = None) -> None:
         """Move a run to ``status``."""
+        ...
+
+
+class ResultWriter(Protocol):
+    """Where the engine saves each step; a call returns once the write is committed."""
+
+    async def save_result(self, result: ResultRecord) -> None:
+        """Upsert one case's result row."""
+        ...
+
+    async def pin_rewrite(self, case_id: str, rewrite: Rewrite) -> Rewrite:
+        """Pin ``rewrite`` unless one is pinned already; return the pinned one."""
         ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,10 +12,14 @@ from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.summary import RunSummary, summarize
 from ragreplay.core.types import Case
 from ragreplay.engine import Progress, ProgressCallback, Replayer
-from ragreplay.errors import RagreplayError
-from ragreplay.ports import Judge, Target
+from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.judges.fit import FitJudge
+from ragreplay.ports import Judge, ResultWriter, Target
+from ragreplay.providers.registry import ModelFactory
 from ragreplay.rewrite import Rewriter
+from ragreplay.settings import Settings
 from ragreplay.store import Store
+from ragreplay.writer import StoreWriter
 
 
 def select_cases(
@@ -96,6 +100,7 @@ def plan_run(
 
 async def execute_run(
     store: Store,
+    writer: ResultWriter,
     run: RunRecord,
     cases: Sequence[Case],
     target: Target,
@@ -105,7 +110,9 @@ async def execute_run(
     progress: ProgressCallback | None = None,
 ) -> Progress:
     """Replay the run's unfinished cases; on any interruption the run is marked interrupted, never half-done."""
-    replayer = Replayer(store=store, target=target, judge=judge, rewriter=rewriter, concurrency=concurrency)
+    replayer = Replayer(
+        store=store, writer=writer, target=target, judge=judge, rewriter=rewriter, concurrency=concurrency
+    )
     try:
         return await replayer.run(run.id, cases, progress)
     except BaseException:
@@ -122,3 +129,45 @@ def summarize_run(store: Store, run_ref: str) -> RunSummary:
     cases = store.get_cases([r.case_id for r in results])
     sources = run.config.get("selection", {}).get("source_ids")
     return summarize(run, results, cases, store.skip_counts(sources))
+
+
+PlanCallback = Callable[[RunRecord, bool], None]
+
+
+async def replay(
+    store: Store,
+    settings: Settings,
+    target: Target,
+    cases: Sequence[Case],
+    selection: Mapping[str, Any],
+    env: Mapping[str, str],
+    fresh: bool = False,
+    progress: ProgressCallback | None = None,
+    on_plan: PlanCallback | None = None,
+) -> RunRecord:
+    """The whole replay job: build the judge and rewriter, plan (or resume) the run, execute it, clean up.
+
+    ``on_plan(run, resumed)`` is called once the run is known, before any case is replayed.
+    """
+    if not settings.judge:
+        raise ConfigError(
+            "no judge configured. Fix: pass --judge provider:model (e.g. --judge openai:gpt-4.1-mini, or "
+            "--judge fake:default for the shipped deterministic fake), set RAGREPLAY_JUDGE, or `judge:` in "
+            "ragreplay.yaml."
+        )
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(settings.model_settings(), cache=writer, env=env)
+        try:
+            judge = FitJudge(factory.build(settings.judge))
+            spec = settings.rewriter_spec
+            rewriter = Rewriter(factory.build(spec)) if spec else None
+            run, resumed = plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh)
+            if on_plan:
+                on_plan(run, resumed)
+            await execute_run(
+                store, writer, run, cases, target, judge, rewriter, settings.concurrency, progress
+            )
+            return run
+        finally:
+            await target.aclose()
+            await factory.aclose()

@@ -427,11 +427,18 @@ class FakeStore:
     def write_source(
         self, source: SourceRecord, items: Iterable[tuple[Conversation, Sequence[Case], Sequence[Skip]]]
     ) -> SourceRecord:
+        staged = list(items)  # an exception here is a rollback: nothing kept
         self.writes += 1
-        staged = list(items)
-        self.sources[source.id] = source
+        counted = source.model_copy(
+            update={
+                "n_conversations": len(staged),
+                "n_cases": sum(len(cases) for _, cases, _ in staged),
+                "n_skipped": sum(len(skips) for _, _, skips in staged),
+            }
+        )
+        self.sources[source.id] = counted
         self.items.extend(staged)
-        return source
+        return counted
 
 
 def test_ingest_writes_once_and_reingest_is_a_no_op() -> None:
@@ -455,7 +462,7 @@ def test_malformed_file_writes_nothing() -> None:
     store = FakeStore()
     with pytest.raises(InputError):
         ingest_file(LOGS / "canonical_bad.jsonl", store)
-    assert store.writes == 0 and not store.sources
+    assert store.writes == 0 and not store.sources and not store.items
 
 
 def test_dry_run_counts_without_writing() -> None:
@@ -466,18 +473,18 @@ def test_dry_run_counts_without_writing() -> None:
     assert ingest_file(LOGS / "openai_good.jsonl", None, dry_run=True).cases == 3
 
 
-def test_progress_covers_both_passes(tmp_path: Path) -> None:
+def test_progress_follows_the_single_pass(tmp_path: Path) -> None:
     rows = [{"id": f"c{i}", "messages": [turn("human", "q"), turn("ai", "a", "good")]} for i in range(5000)]
     path = write(tmp_path, "a.jsonl", jsonl(*rows))
     calls: list[tuple[int, int]] = []
     ingest_file(path, FakeStore(), progress=lambda done, total: calls.append((done, total)))
     size = path.stat().st_size
-    assert {total for _, total in calls} == {2 * size}
+    assert {total for _, total in calls} == {size}
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
-    assert calls[-1][0] == 2 * size and len(calls) > 4
+    assert calls[-1][0] == size and len(calls) > 4
 
 
-def test_file_changed_between_passes_rolls_back(tmp_path: Path) -> None:
+def test_file_changed_while_ingesting_rolls_back(tmp_path: Path) -> None:
     path = write(
         tmp_path, "a.jsonl", jsonl({"id": "a", "messages": [turn("human", "q"), turn("ai", "a", 1)]})
     )

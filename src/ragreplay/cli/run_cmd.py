@@ -21,13 +21,9 @@ from ragreplay import engine
 from ragreplay.cli.common import console, err_console, open_store, parse_tags, settings_from
 from ragreplay.core.runs import RunRecord
 from ragreplay.core.types import Case
-from ragreplay.errors import ConfigError
-from ragreplay.judges.fit import FitJudge
 from ragreplay.ports import Target
-from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.terminal import build_renderable
-from ragreplay.rewrite import Rewriter
-from ragreplay.service import execute_run, plan_run, select_cases, summarize_run
+from ragreplay.service import replay, select_cases, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
@@ -60,48 +56,33 @@ async def run_replay(
     fresh: bool,
 ) -> RunRecord:
     """Plan (or resume) a run and execute it with a live progress bar."""
-    if not settings.judge:
-        raise ConfigError(
-            "no judge configured. Fix: pass --judge provider:model (e.g. --judge openai:gpt-4.1-mini, or "
-            "--judge fake:default for the shipped deterministic fake), set RAGREPLAY_JUDGE, or `judge:` in "
-            "ragreplay.yaml."
+    with progress_bar() as bar:
+        task = bar.add_task(
+            f"replaying through {target.name}", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0
         )
-    factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
-    try:
-        judge = FitJudge(factory.build(settings.judge))
-        rewriter_spec = settings.rewriter_spec
-        rewriter = Rewriter(factory.build(rewriter_spec)) if rewriter_spec else None
-        run, resumed = plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh)
-        if resumed:
-            console.print(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)")
-        else:
-            console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases")
-        with progress_bar() as bar:
-            task = bar.add_task(
-                f"replaying through {target.name}",
-                total=len(cases),
-                rate="–",
-                cost=0.0,
-                errors=0,
-                unscorable=0,
+
+        def on_plan(run: RunRecord, resumed: bool) -> None:
+            if resumed:
+                bar.console.print(
+                    f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)"
+                )
+            else:
+                bar.console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases")
+
+        def on_progress(p: engine.Progress) -> None:
+            speed = bar.tasks[task].speed
+            bar.update(
+                task,
+                completed=p.done,
+                rate=f"{speed:.1f}" if speed else "–",
+                cost=p.cost_usd,
+                errors=p.errors,
+                unscorable=p.unscorable,
             )
 
-            def on_progress(p: engine.Progress) -> None:
-                speed = bar.tasks[task].speed
-                bar.update(
-                    task,
-                    completed=p.done,
-                    rate=f"{speed:.1f}" if speed else "–",
-                    cost=p.cost_usd,
-                    errors=p.errors,
-                    unscorable=p.unscorable,
-                )
-
-            await execute_run(store, run, cases, target, judge, rewriter, settings.concurrency, on_progress)
-        return run
-    finally:
-        await target.aclose()
-        await factory.aclose()
+        return await replay(
+            store, settings, target, cases, selection, os.environ, fresh, on_progress, on_plan
+        )
 
 
 def run(

@@ -148,12 +148,13 @@ def ingest_file(
     dry_run: bool = False,
     progress: ProgressFn | None = None,
 ) -> IngestSummary:
-    """Validate ``path`` whole, then write its conversations, cases and skips to ``store`` in one transaction.
+    """Read ``path`` once, writing its conversations, cases and skips to ``store`` in one transaction.
 
     A file whose bytes were ingested before is not read again (``already_ingested``). With ``dry_run`` the
     file is only validated and counted (``store`` may be ``None``). ``progress(bytes_read, total_bytes)``
-    covers both passes: ``total_bytes`` is twice the file size, or the size for a dry run. Raises
-    :class:`InputError` (nothing written) if the file has problems.
+    follows the single pass. Every problem in the file is collected while reading; if there is any, or the
+    file changes while it is read, :class:`InputError` is raised at the end and the transaction rolls back,
+    so nothing is written.
     """
     path = Path(path)
     source_id = source_id_for(path)
@@ -161,35 +162,26 @@ def ingest_file(
     seen = store is not None and store.has_source(source_id)
     if seen and not dry_run:
         return IngestSummary(source_id=source_id, path=str(path), format=fmt, already_ingested=True)
-    size = path.stat().st_size
-    total = size if dry_run else 2 * size
-    tally = _count(path, fmt, mapping, _scaled(progress, 0, total))
+    before = path.stat()
     if dry_run or store is None:
+        tally = _count(path, fmt, mapping, _scaled(progress, 0, before.st_size))
         return tally.summary(source_id, str(path), fmt, dry_run=True, already_ingested=seen)
 
-    def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
-        again = Tally()
-        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, size, total)):
-            cases, skips = extract_cases(conv)
-            again.add(conv, cases, skips)
-            yield conv, cases, skips
-        if again.key() != tally.key():  # raising here makes the store roll the transaction back
-            raise InputError(
-                [
-                    InputProblem(
-                        str(path), None, None, "the file changed while it was being ingested", "ingest again"
-                    )
-                ]
-            )
+    tally = Tally()
 
-    record = SourceRecord(
-        id=source_id,
-        path=str(path),
-        format=fmt,
-        ingested_at=datetime.now(UTC),
-        n_conversations=tally.conversations,
-        n_cases=tally.cases,
-        n_skipped=tally.skipped,
-    )
+    def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
+        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, before.st_size)):
+            cases, skips = extract_cases(conv)
+            tally.add(conv, cases, skips)
+            yield conv, cases, skips
+        after = path.stat()
+        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+            # raising here makes the store roll the transaction back
+            problem = InputProblem(
+                str(path), None, None, "the file changed while it was being ingested", "ingest again"
+            )
+            raise InputError([problem])
+
+    record = SourceRecord(id=source_id, path=str(path), format=fmt, ingested_at=datetime.now(UTC))
     store.write_source(record, items())
     return tally.summary(source_id, str(path), fmt, written=True)

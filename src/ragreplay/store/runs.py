@@ -83,19 +83,8 @@ class RunsMixin(StoreBase):
 
     def save_result(self, result: ResultRecord) -> None:
         """Insert or replace one case's result row (a single statement)."""
-        row = {
-            "run_id": result.run_id,
-            "case_id": result.case_id,
-            "status": result.status.value,
-            "rewrite": to_json(result.rewrite),
-            "answer": to_json(result.answer),
-            "judgment": to_json(result.judgment),
-            "verdict": None if result.verdict is None else result.verdict.value,
-            "error": result.error,
-            "updated_at": datetime.now(UTC),
-        }
         with self._write() as conn:
-            conn.execute(self._upsert(results, ["run_id", "case_id"]), [row])
+            conn.execute(self._upsert(results, ["run_id", "case_id"]), [result_row(result)])
 
     def load_results(self, run_id: str) -> list[ResultRecord]:
         """Every result of a run, ordered by case (conversation_id, turn_index); results whose case is not
@@ -148,3 +137,18 @@ def _result(row: Row[Any]) -> ResultRecord:
         verdict=None if row.verdict is None else Verdict(row.verdict),
         error=row.error,
     )
+
+
+def result_row(result: ResultRecord) -> dict[str, object]:
+    """The ``results`` row of a result record."""
+    return {
+        "run_id": result.run_id,
+        "case_id": result.case_id,
+        "status": result.status.value,
+        "rewrite": to_json(result.rewrite),
+        "answer": to_json(result.answer),
+        "judgment": to_json(result.judgment),
+        "verdict": None if result.verdict is None else result.verdict.value,
+        "error": result.error,
+        "updated_at": datetime.now(UTC),
+    }

@@ -7,6 +7,7 @@ from types import TracebackType
 from sqlalchemy.exc import DBAPIError
 
 from ragreplay.store.base import StoreBase
+from ragreplay.store.batch import BatchMixin
 from ragreplay.store.cache import CacheMixin
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
@@ -14,7 +15,7 @@ from ragreplay.store.runs import RunsMixin
 from ragreplay.store.sources import SourcesMixin
 
 
-class Store(SourcesMixin, RunsMixin, CacheMixin, StoreBase):
+class Store(SourcesMixin, RunsMixin, CacheMixin, BatchMixin, StoreBase):
     """Sources, cases, pinned rewrites, runs, results and the model-call cache.
 
     Every method is synchronous and commits its own transaction. A store may be used from one thread other

@@ -1,0 +1,79 @@
+"""Many writes in one transaction: what the async engine's single writer flushes each tick."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from ragreplay.core.runs import ResultRecord
+from ragreplay.core.types import Rewrite
+from ragreplay.store.base import StoreBase, chunked
+from ragreplay.store.runs import result_row
+from ragreplay.store.schema import dumps, llm_cache, results, rewrites, to_json
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One model response to cache."""
+
+    key: str
+    model: str
+    request: Mapping[str, Any]
+    response: Mapping[str, Any]
+
+
+@dataclass
+class WriteBatch:
+    """Writes gathered from many coroutines; applied in one transaction, cache rows first."""
+
+    cache: list[CacheEntry] = field(default_factory=list)
+    pins: list[tuple[str, Rewrite]] = field(default_factory=list)
+    results: list[ResultRecord] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.cache) + len(self.pins) + len(self.results)
+
+
+class BatchMixin(StoreBase):
+    """Applies a :class:`WriteBatch` atomically."""
+
+    def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
+        """Apply ``batch`` in one transaction; returns the rewrite pinned to each case of ``batch.pins``.
+
+        Cache entries and pins keep the first value per key (as :meth:`cache_put` and :meth:`pin_rewrite` do);
+        results keep the last record per (run, case). Rows are de-duplicated first: one multi-row statement may
+        not touch a row twice on PostgreSQL.
+        """
+        now = datetime.now(UTC)
+        cache_rows = {
+            e.key: {
+                "key": e.key,
+                "model": e.model,
+                "request": dumps(dict(e.request)),
+                "response": dumps(dict(e.response)),
+                "created_at": now,
+            }
+            for e in reversed(batch.cache)
+        }
+        pin_rows = {
+            case_id: {"case_id": case_id, "data": to_json(r), "pinned_at": now}
+            for case_id, r in reversed(batch.pins)
+        }
+        result_rows = {(r.run_id, r.case_id): result_row(r) for r in batch.results}
+        pinned: dict[str, Rewrite] = {}
+        with self._write() as conn:
+            if cache_rows:
+                conn.execute(self._insert_ignore(llm_cache, ["key"]), list(cache_rows.values()))
+            if pin_rows:
+                conn.execute(self._insert_ignore(rewrites, ["case_id"]), list(pin_rows.values()))
+                for chunk in chunked(list(pin_rows)):
+                    query = select(rewrites.c.case_id, rewrites.c.data).where(rewrites.c.case_id.in_(chunk))
+                    for case_id, data in conn.execute(query):
+                        pinned[case_id] = Rewrite.model_validate_json(data)
+            if result_rows:
+                conn.execute(self._upsert(results, ["run_id", "case_id"]), list(result_rows.values()))
+        return pinned

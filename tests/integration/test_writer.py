@@ -1,0 +1,84 @@
+"""The engine's single writer: batched commits, readable pending cache entries, first-wins pins, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
+from ragreplay.core.types import Rewrite
+from ragreplay.store import Store
+from ragreplay.writer import StoreWriter
+
+
+def _run(store: Store, run_id: str = "run_w") -> None:
+    record = RunRecord(
+        id=run_id,
+        created_at=datetime.now(UTC),
+        status=RunStatus.RUNNING,
+        target_name="t",
+        target_version="v",
+        judge_name="j",
+        judge_prompt_version="p",
+        rewriter_name=None,
+        rewrite_prompt_version=None,
+        config_hash="c",
+        dataset_hash="d",
+        n_cases=0,
+    )
+    store.create_run(record, [])
+
+
+async def test_concurrent_saves_are_batched_and_committed(store: Store) -> None:
+    _run(store)
+    async with StoreWriter(store) as writer:
+        await asyncio.gather(
+            *(
+                writer.save_result(ResultRecord(run_id="run_w", case_id=f"c{i}", status=ResultStatus.DONE))
+                for i in range(200)
+            )
+        )
+        # every save returned only after its commit, and many shared a transaction
+        assert len(store.load_results("run_w")) == 200
+        assert writer.batches < 50
+
+
+async def test_last_result_for_a_case_wins_within_a_batch(store: Store) -> None:
+    _run(store)
+    async with StoreWriter(store) as writer:
+        await asyncio.gather(
+            writer.save_result(ResultRecord(run_id="run_w", case_id="c1", status=ResultStatus.PENDING)),
+            writer.save_result(ResultRecord(run_id="run_w", case_id="c1", status=ResultStatus.DONE)),
+        )
+    (result,) = store.load_results("run_w")
+    assert result.status == ResultStatus.DONE
+
+
+async def test_pending_cache_entries_are_readable_then_flushed(store: Store) -> None:
+    async with StoreWriter(store) as writer:
+        writer.cache_put("k1", "fake:m", {"q": 1}, {"text": "a"})
+        writer.cache_put("k1", "fake:m", {"q": 1}, {"text": "second"})  # first wins
+        assert writer.cache_get("k1") == {"text": "a"}
+        assert store.cache_get("k1") is None or store.cache_get("k1") == {"text": "a"}
+    assert store.cache_get("k1") == {"text": "a"}
+    assert store.cache_count() == 1
+
+
+async def test_pin_first_wins(store: Store) -> None:
+    first = Rewrite(original="q", query="first", rewritten=True)
+    second = Rewrite(original="q", query="second", rewritten=True)
+    async with StoreWriter(store) as writer:
+        a, b = await asyncio.gather(writer.pin_rewrite("case1", first), writer.pin_rewrite("case1", second))
+        assert a == b == first
+        assert await writer.pin_rewrite("case1", second) == first
+    assert store.get_rewrites(["case1"]) == {"case1": first}
+
+
+async def test_store_failure_reaches_every_waiter(store: Store) -> None:
+    # no run row: the results' foreign key to runs makes the batch fail
+    async with StoreWriter(store) as writer:
+        with pytest.raises(Exception):  # noqa: B017 - the driver's own integrity error
+            await writer.save_result(ResultRecord(run_id="missing", case_id="c1"))
+    assert store.load_results("missing") == []
