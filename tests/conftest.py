@@ -12,6 +12,10 @@ import pytest
 
 from ragreplay.store import Store
 
+# No test may reach a real model endpoint: building any non-fake provider from the environment fails.
+# Tests that talk to the loopback mock server pass their own env to ModelFactory.
+os.environ["RAGREPLAY_BLOCK_REAL_MODELS"] = "1"
+
 # The PostgreSQL server the store tests use; each test gets its own schema on it.
 POSTGRES_URL = os.environ.get("RAGREPLAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -131,3 +131,24 @@ def test_user_errors_exit_2_without_traceback(
     assert main(["run", "--target", str(bad), "--db", db, "--judge", "fake:default"]) == 2
     err = capsys.readouterr().err
     assert "bad.yaml" in err and "Traceback" not in err
+
+
+def test_real_models_are_blocked_in_tests(
+    workspace: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, db = workspace
+    assert main(["ingest", str(folder / "production.jsonl"), "--db", db]) == 0
+    args = ["run", "--target", str(folder / "candidate.yaml"), "--db", db, "--judge", "openai:gpt-4.1-mini"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "blocked in tests" in err
+    with Store.open(db) as store:
+        assert store.list_runs() == []  # nothing planned before the models were built
+
+
+@pytest.mark.parametrize("kind,field", [("settings", "judge"), ("target", "target")])
+def test_schema_command_prints_json_schema(kind: str, field: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", kind]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert field in schema["properties"]
+    assert main(["schema", "nope"]) == 2

@@ -8,7 +8,7 @@ import click
 import typer
 from rich.text import Text
 
-from ragreplay.cli import demo_cmd, ingest_cmd, report_cmd, run_cmd
+from ragreplay.cli import demo_cmd, ingest_cmd, report_cmd, run_cmd, schema_cmd
 from ragreplay.cli.common import err_console
 from ragreplay.errors import RagreplayError
 
@@ -25,6 +25,7 @@ app.command()(report_cmd.report)
 app.command()(report_cmd.runs)
 app.command()(report_cmd.sources)
 app.command()(demo_cmd.demo)
+app.command()(schema_cmd.schema)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,34 +55,36 @@ async def run_replay(
     selection: dict[str, object],
     fresh: bool,
 ) -> RunRecord:
-    """Plan (or resume) a run and execute it with a live progress bar."""
-    with progress_bar() as bar:
-        task = bar.add_task(
-            f"replaying through {target.name}", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0
+    """Plan (or resume) a run and execute it with a live progress bar (shown once the run is planned)."""
+    bar = progress_bar()
+    task = bar.add_task(
+        f"replaying through {target.name}", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0
+    )
+
+    def on_plan(run: RunRecord, resumed: bool) -> None:
+        if resumed:
+            console.print(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)")
+        else:
+            console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases")
+        bar.start()
+
+    def on_progress(p: engine.Progress) -> None:
+        speed = bar.tasks[task].speed
+        bar.update(
+            task,
+            completed=p.done,
+            rate=f"{speed:.1f}" if speed else "–",
+            cost=p.cost_usd,
+            errors=p.errors,
+            unscorable=p.unscorable,
         )
 
-        def on_plan(run: RunRecord, resumed: bool) -> None:
-            if resumed:
-                bar.console.print(
-                    f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)"
-                )
-            else:
-                bar.console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases")
-
-        def on_progress(p: engine.Progress) -> None:
-            speed = bar.tasks[task].speed
-            bar.update(
-                task,
-                completed=p.done,
-                rate=f"{speed:.1f}" if speed else "–",
-                cost=p.cost_usd,
-                errors=p.errors,
-                unscorable=p.unscorable,
-            )
-
+    try:
         return await replay(
             store, settings, target, cases, selection, os.environ, fresh, on_progress, on_plan
         )
+    finally:
+        bar.stop()
 
 
 def run(
