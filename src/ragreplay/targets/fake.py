@@ -12,11 +12,12 @@ from typing import Any
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case
 from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.targets.base import TargetBase
 from ragreplay.targets.config import FakeTargetConfig, normalise_question
 from ragreplay.targets.python import coerce_answer
 
 
-class FakeTarget:
+class FakeTarget(TargetBase):
     """Answers from a fixed mapping (question -> answer text or ``{"answer", "contexts", ...}``).
 
     Looks up the standalone question, then ``case.query``; with nothing found, returns ``case.old_answer``
@@ -52,16 +53,6 @@ class FakeTarget:
                 "latency_ms": latency_ms,
             }
         )
-
-    @property
-    def name(self) -> str:
-        """A short label for reports."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """Hash of the answers and settings."""
-        return self._version
 
     async def answer(self, question: str, case: Case) -> Answer:
         """The canned answer for ``question`` (or ``case.query``), the old answer, or the default."""

@@ -17,6 +17,7 @@ import httpx
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case
 from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.targets.base import TargetBase
 from ragreplay.targets.config import HttpTargetConfig, describe_exception, expand_env
 from ragreplay.targets.python import coerce_chunks, coerce_tokens
 
@@ -83,7 +84,7 @@ class _Permanent(Exception):
     """A failure not worth retrying."""
 
 
-class HttpTarget:
+class HttpTarget(TargetBase):
     """Sends one request per question, retrying transient failures with backoff; ``answer`` never raises."""
 
     def __init__(
@@ -117,16 +118,6 @@ class HttpTarget:
         self._client = client
         self._own_client = client is None
         self._semaphore = asyncio.Semaphore(cfg.max_concurrency)
-
-    @property
-    def name(self) -> str:
-        """A short label for reports."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """Hash of the configuration as written (secrets from the environment are not part of it)."""
-        return self._version
 
     async def answer(self, question: str, case: Case) -> Answer:
         """Ask the endpoint; failures (after retries) come back as ``Answer.error`` with the latency spent."""

@@ -12,13 +12,14 @@ from ragreplay.core.extract import AnsweredTurn, answered_turns
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case
 from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.targets.base import TargetBase
 from ragreplay.targets.config import LoggedTargetConfig, normalise_question
 
 MatchMode = Literal["turn", "question"] | None
 NO_ANSWER = "no logged answer for this question"
 
 
-class LoggedTarget:
+class LoggedTarget(TargetBase):
     """Looks each question up in an index of logged cases.
 
     ``match="turn"``: same conversation id and turn index. ``match="question"``: same normalised question
@@ -56,16 +57,6 @@ class LoggedTarget:
             {"kind": "logged", "match": match, "cases": [[t.case_id, t.answer] for t in turns]}
         )
         return cls(name, version, turns, match)
-
-    @property
-    def name(self) -> str:
-        """A short label for reports."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """Hash of the configuration and the log's content."""
-        return self._version
 
     def __len__(self) -> int:
         return len(self._by_turn)

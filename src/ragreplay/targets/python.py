@@ -16,6 +16,7 @@ from typing import Any
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case, RetrievedChunk, TokenUsage
 from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.targets.base import TargetBase
 from ragreplay.targets.config import PythonTargetConfig, describe_exception, expand_env
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ def plan_call(fn: Callable[..., Any]) -> tuple[list[str], dict[str, str]]:
     return args, kwargs
 
 
-class PythonTarget:
+class PythonTarget(TargetBase):
     """Calls a Python function per question; sync functions run in a worker thread."""
 
     def __init__(
@@ -172,16 +173,6 @@ class PythonTarget:
         self._name = name or qualname
         self._version = version or content_hash({"kind": "python", "function": qualname})
         self._closer = closer
-
-    @property
-    def name(self) -> str:
-        """A short label for reports."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """Hash of the configuration and, when known, of the module's source."""
-        return self._version
 
     async def answer(self, question: str, case: Case) -> Answer:
         """Call the function; any exception or bad return value becomes ``Answer.error``."""
