@@ -8,6 +8,7 @@ Reports, beside an identity baseline (never rewrite):
   the rewriter added too: the cheap proxy for "the human rewrite's meaning is kept".
 
     python benchmarks/rewrite_cast.py --rewriter fake:default
+    python benchmarks/rewrite_cast.py --rewriter local
     python benchmarks/rewrite_cast.py --rewriter openai:gpt-4.1-mini --config ragreplay.yaml
 """
 
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from ragreplay.core.types import Case, Feedback, Message, Role
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.rewrite import Rewriter
+from ragreplay.service import build_rewriter
 from ragreplay.settings import load_settings
 from ragreplay.store import Store
 
@@ -119,7 +120,8 @@ async def rewrite_all(
     settings = load_settings(config, os.environ, {"db": db})
     store = Store.open(settings.db)
     factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
-    rewriter = Rewriter(factory.build(spec))
+    rewriter = build_rewriter(spec, factory)
+    assert rewriter is not None, "pick a rewriter: local or provider:model"
     semaphore = asyncio.Semaphore(concurrency)
     cost = 0.0
 

@@ -14,9 +14,8 @@ from datetime import UTC, datetime
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Case, Fit, Rewrite
 from ragreplay.core.verdicts import verdict_for
-from ragreplay.ports import Judge, ResultWriter, RunStore, Target
+from ragreplay.ports import Judge, QueryRewriter, ResultWriter, RunStore, Target
 from ragreplay.providers.base import ProviderError
-from ragreplay.rewrite import Rewriter
 
 
 @dataclass
@@ -41,7 +40,7 @@ class Replayer:
     writer: ResultWriter
     target: Target
     judge: Judge
-    rewriter: Rewriter | None
+    rewriter: QueryRewriter | None
     concurrency: int = 16
     _pinned: dict[str, Rewrite] = field(default_factory=dict)
 

@@ -65,6 +65,24 @@ class Judge(Protocol):
         ...
 
 
+class QueryRewriter(Protocol):
+    """Turns a follow-up into a standalone question."""
+
+    @property
+    def name(self) -> str:
+        """The rewriter model or rule, named in every report."""
+        ...
+
+    @property
+    def prompt_version(self) -> str:
+        """Version of the rewrite prompt or rule, stored on every run."""
+        ...
+
+    async def rewrite(self, case: Case) -> Rewrite:
+        """The standalone question for ``case``; provider failures propagate."""
+        ...
+
+
 class CacheBackend(Protocol):
     """Content-addressed storage of model responses."""
 

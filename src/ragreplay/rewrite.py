@@ -6,7 +6,10 @@ the engine, so a case always replays the same question.
 
 from __future__ import annotations
 
+import re
+
 from ragreplay.core.ids import content_hash
+from ragreplay.core.lexicon import FOLLOW_UP_OPENERS, PRONOUNS
 from ragreplay.core.types import Case, Rewrite, Role
 from ragreplay.judges.replies import parse_json_object
 from ragreplay.ports import ChatModel
@@ -89,3 +92,53 @@ class Rewriter:
             prompt_version=REWRITE_PROMPT_VERSION,
             cost_usd=response.cost_usd,
         )
+
+
+class LocalRewriter:
+    """A rule-based rewriter that needs no model: a follow-up gets the earlier questions prepended.
+
+    A question counts as a follow-up when it opens like one ("and for part-timers?", "wat als ..."), leans on a
+    pronoun ("does it apply to me?"), or is very short. It gets the conversation's first question and the
+    previous one prepended. Prepending earlier questions is the classic
+    history-concatenation baseline of conversational search: it gives the retriever the missing subject without
+    inventing words, at the cost of some noise. A model rewriter does better (see docs/benchmarks.md).
+    """
+
+    name = "local:concat"
+    prompt_version = "local-concat-1"
+
+    async def rewrite(self, case: Case) -> Rewrite:
+        """The standalone question for ``case``: unchanged, or the previous question + this one."""
+        humans = [m.content for m in case.history if m.role is Role.HUMAN and m.content.strip()]
+        if not humans or not is_follow_up(case.query):
+            note = "no history" if not humans else "already standalone"
+            return Rewrite(
+                original=case.query,
+                query=case.query,
+                rewritten=False,
+                model=self.name,
+                prompt_version=self.prompt_version,
+                note=note,
+            )
+        # The subject is usually set by the conversation's opening question or by the one just before.
+        context = list(dict.fromkeys([humans[0].strip(), humans[-1].strip()]))
+        query = " ".join([*context, case.query.strip()])
+        return Rewrite(
+            original=case.query,
+            query=query,
+            rewritten=True,
+            model=self.name,
+            prompt_version=self.prompt_version,
+            note="earlier questions prepended",
+        )
+
+
+def is_follow_up(query: str) -> bool:
+    """Whether ``query`` probably needs the conversation to be understood (English and Dutch rules)."""
+    text = " ".join(query.lower().split())
+    words = re.findall(r"[^\W\d_]+", text)
+    if text.startswith(FOLLOW_UP_OPENERS):
+        return True
+    if any(w in PRONOUNS for w in words):
+        return True
+    return len(words) <= 3

@@ -14,9 +14,9 @@ from ragreplay.core.types import Case
 from ragreplay.engine import Progress, ProgressCallback, Replayer
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.judges.fit import FitJudge
-from ragreplay.ports import Judge, ResultWriter, Target
+from ragreplay.ports import Judge, QueryRewriter, ResultWriter, Target
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.rewrite import Rewriter
+from ragreplay.rewrite import LocalRewriter, Rewriter
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.writer import StoreWriter
@@ -61,7 +61,7 @@ def plan_run(
     cases: Sequence[Case],
     target: Target,
     judge: Judge,
-    rewriter: Rewriter | None,
+    rewriter: QueryRewriter | None,
     selection: Mapping[str, Any],
     fresh: bool = False,
 ) -> tuple[RunRecord, bool]:
@@ -105,7 +105,7 @@ async def execute_run(
     cases: Sequence[Case],
     target: Target,
     judge: Judge,
-    rewriter: Rewriter | None,
+    rewriter: QueryRewriter | None,
     concurrency: int,
     progress: ProgressCallback | None = None,
 ) -> Progress:
@@ -133,6 +133,27 @@ def summarize_run(store: Store, run_ref: str) -> RunSummary:
 
 PlanCallback = Callable[[RunRecord, bool], None]
 
+LOCAL_SPECS = ("local", "local:fit", "local:concat")
+"""Specs of the built-in local judge and rewriter: no model endpoint, nothing downloaded."""
+
+
+def build_judge(spec: str, factory: ModelFactory) -> Judge:
+    """The FIT judge for ``spec``: ``local`` (calibrated signals, no model) or a ``provider:model`` LLM judge."""
+    if spec in ("local", "local:fit"):
+        from ragreplay.judges.local_fit import LocalFitJudge
+
+        return LocalFitJudge()
+    return FitJudge(factory.build(spec))
+
+
+def build_rewriter(spec: str | None, factory: ModelFactory) -> QueryRewriter | None:
+    """The follow-up rewriter for ``spec``: ``none``, ``local`` (rule-based) or a ``provider:model`` LLM."""
+    if spec is None or spec == "none":
+        return None
+    if spec in ("local", "local:concat", "local:fit"):
+        return LocalRewriter()
+    return Rewriter(factory.build(spec))
+
 
 async def replay(
     store: Store,
@@ -158,9 +179,8 @@ async def replay(
     async with StoreWriter(store) as writer:
         factory = ModelFactory(settings.model_settings(), cache=writer, env=env)
         try:
-            judge = FitJudge(factory.build(settings.judge))
-            spec = settings.rewriter_spec
-            rewriter = Rewriter(factory.build(spec)) if spec else None
+            judge = build_judge(settings.judge, factory)
+            rewriter = build_rewriter(settings.rewriter_spec, factory)
             run, resumed = plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh)
             if on_plan:
                 on_plan(run, resumed)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragreplay.core.types import Case, Feedback, Message, Role
 from ragreplay.providers.base import ChatRequest, ChatResponse
-from ragreplay.rewrite import REWRITE_PROMPT_VERSION, Rewriter
+from ragreplay.rewrite import REWRITE_PROMPT_VERSION, LocalRewriter, Rewriter, is_follow_up
 
 
 class _Scripted:
@@ -61,3 +63,46 @@ async def test_standalone_reply_keeps_query() -> None:
 async def test_unreadable_reply_keeps_original_with_note() -> None:
     rewrite = await Rewriter(_Scripted("no idea")).rewrite(_case(HISTORY))
     assert rewrite.query == "How old is she?" and not rewrite.rewritten and "unreadable" in rewrite.note
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("And for part-timers?", True),
+        ("Geldt dat ook voor mij?", True),
+        ("Does it apply to adoptive parents?", True),
+        ("wat als ik ziek ben", True),
+        ("In 2026?", True),
+        ("How many vacation days do new employees get per year?", False),
+        ("Hoeveel vakantiedagen krijg ik als nieuwe medewerker per jaar?", False),
+    ],
+)
+def test_follow_up_detection(query: str, expected: bool) -> None:
+    assert is_follow_up(query) is expected
+
+
+async def test_local_rewriter_prepends_first_and_previous_questions() -> None:
+    history = (
+        Message(role=Role.HUMAN, content="What is the remote work policy?"),
+        Message(role=Role.AI, content="Two days a week."),
+        Message(role=Role.HUMAN, content="Does it apply to warehouse staff?"),
+        Message(role=Role.AI, content="No."),
+    )
+    case = Case(
+        id="c",
+        conversation_id="k",
+        turn_index=5,
+        query="And for managers?",
+        history=history,
+        old_answer="x",
+        feedback=Feedback.GOOD,
+    )
+    rewrite = await LocalRewriter().rewrite(case)
+    assert rewrite.rewritten and rewrite.model == "local:concat"
+    assert (
+        rewrite.query == "What is the remote work policy? Does it apply to warehouse staff? And for managers?"
+    )
+    standalone = case.model_copy(update={"query": "How many vacation days do new employees get per year?"})
+    assert not (await LocalRewriter().rewrite(standalone)).rewritten
+    first_turn = case.model_copy(update={"history": ()})
+    assert (await LocalRewriter().rewrite(first_turn)).note == "no history"

@@ -33,14 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from ragreplay.core.ids import canonical_json
+from ragreplay.core.lexicon import PRONOUNS
 from ragreplay.core.types import TokenUsage
 from ragreplay.providers.base import ChatRequest, ChatResponse, ProviderError
 
-ENGLISH_PRONOUNS = frozenset(
-    ["he", "she", "it", "they", "him", "her", "its", "their", "them", "this", "that", "those", "there"]
-)
-DUTCH_PRONOUNS = frozenset(["hij", "zij", "ze", "het", "hem", "haar", "hun", "dat", "die", "deze", "daar"])
-PRONOUNS = ENGLISH_PRONOUNS | DUTCH_PRONOUNS
 # Lowercase words that may sit inside a name: "Lisa van Dam", "Ludwig van der Rohe".
 NAME_PARTICLES = frozenset(["van", "de", "der", "den", "von", "da", "di", "du", "te", "ter"])
 UNPARSEABLE_MARKER = "[[unparseable]]"
