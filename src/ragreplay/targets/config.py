@@ -16,8 +16,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.targets.builtin_rag.config import BuiltinTargetConfig
 
-KINDS = ("python", "http", "logged", "fake")
+KINDS = ("python", "http", "logged", "fake", "builtin")
 
 
 class _Strict(BaseModel):
@@ -97,7 +98,7 @@ class FakeTargetConfig(_Strict):
 
 
 TargetConfig = Annotated[
-    PythonTargetConfig | HttpTargetConfig | LoggedTargetConfig | FakeTargetConfig,
+    PythonTargetConfig | HttpTargetConfig | LoggedTargetConfig | FakeTargetConfig | BuiltinTargetConfig,
     Field(discriminator="kind"),
 ]
 """One target's configuration; ``kind`` picks the variant."""

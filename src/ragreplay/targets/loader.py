@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragreplay.ports import Target
+from ragreplay.targets.builtin_rag.config import BuiltinTargetConfig
 from ragreplay.targets.config import (
     FakeTargetConfig,
     HttpTargetConfig,
@@ -43,6 +44,11 @@ def target_from_config(cfg: TargetConfig, base_dir: Path, name: str, source: str
         return logged_target_from_config(cfg, base_dir, name, where)
     if isinstance(cfg, FakeTargetConfig):
         return fake_target_from_config(cfg, base_dir, name, where)
+    if isinstance(cfg, BuiltinTargetConfig):
+        # Imported here: the built-in RAG pulls in numpy and bm25s, which other targets do not need.
+        from ragreplay.targets.builtin_rag.target import builtin_target_from_config
+
+        return builtin_target_from_config(cfg, base_dir, name, where)
     raise TypeError(
         f"unknown target configuration {type(cfg).__name__}"
     )  # unreachable: pydantic checked kind
