@@ -98,6 +98,7 @@ REFUSAL_PATTERNS = re.compile(
 )
 """Phrases with which an assistant declines to answer, English and Dutch."""
 
+_ONE_AS_PRONOUN = frozenset("the no any every some each this that which no-one".split())
 _PUNCT_TABLE = {ord(c): " " for c in string.punctuation}
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:[.,]\d{3})+(?![\d])|\d+(?:[.,]\d+)?)(?![\w])")
@@ -183,7 +184,10 @@ def _canonical_number(raw: str) -> str:
 def numbers(text: str) -> set[str]:
     """The numbers in ``text``, canonical: "1,000" = "1.000" = "1000", "3,5" = "3.5", "five" = "vijf" = "5"."""
     found = {_canonical_number(m.group(1)) for m in _NUMBER.finditer(text)}
-    found.update(str(NUMBER_WORDS[w]) for w in _lower_words(text) if w in NUMBER_WORDS)
+    words = _lower_words(text)
+    for i, word in enumerate(words):
+        if word in NUMBER_WORDS and not (word == "one" and i and words[i - 1] in _ONE_AS_PRONOUN):
+            found.add(str(NUMBER_WORDS[word]))
     return found
 
 
@@ -291,6 +295,18 @@ def question_overlap(question: str, answer: str) -> float:
     return sum(t in tq for t in ta) / len(ta)
 
 
+def char_ngrams(text: str, n: int = 3) -> set[str]:
+    """Character ``n``-grams of the normalised text, padded with spaces (robust to compounds and inflection)."""
+    padded = f" {normalize_answer(text)} "
+    return {padded[i : i + n] for i in range(len(padded) - n + 1)} if padded.strip() else set()
+
+
+def char_overlap(a: str, b: str) -> float:
+    """Share of ``a``'s character trigrams found in ``b`` ("vakantiedagen" still meets "vakantie dagen")."""
+    ga = char_ngrams(a)
+    return len(ga & char_ngrams(b)) / len(ga) if ga else 1.0
+
+
 def embedding_cosine(embedder: TextEncoder, a: str, b: str) -> float:
     """Cosine of the two answers' embeddings, both encoded in one batch (the rows are unit length)."""
     vectors = embedder.encode([a, b])
@@ -313,6 +329,7 @@ SIGNAL_NAMES: tuple[str, ...] = (
     "refusal_mismatch",
     "both_refuse",
     "question_echo",
+    "char_overlap",
 )
 """The features :func:`compute_signals` returns, in order."""
 
@@ -324,7 +341,8 @@ def compute_signals(question: str, a: str, b: str, cosine: float) -> dict[str, f
     - ``containment_max`` / ``_min``: the larger / smaller of the two containments (one answer inside the other);
     - ``*_conflict``: both sides have numbers (names) and neither side's cover the other's;
       ``*_gap``: one side has numbers (names) the other lacks;
-    - ``question_echo``: the larger share of an answer's tokens taken from the question.
+    - ``question_echo``: the larger share of an answer's tokens taken from the question;
+    - ``char_overlap``: the larger of the two character-trigram containments.
     """
     q_tokens = set(answer_tokens(question))
     c_ab, c_ba = containment(a, b), containment(b, a)
@@ -347,5 +365,6 @@ def compute_signals(question: str, a: str, b: str, cosine: float) -> dict[str, f
         "refusal_mismatch": float(refuse_a != refuse_b),
         "both_refuse": float(refuse_a and refuse_b),
         "question_echo": max(question_overlap(question, a), question_overlap(question, b)),
+        "char_overlap": max(char_overlap(a, b), char_overlap(b, a)),
     }
     return {name: float(values[name]) for name in SIGNAL_NAMES}
