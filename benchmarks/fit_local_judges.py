@@ -22,13 +22,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from ragreplay.core.types import Fit
 from ragreplay.judges import signals as sig
 from ragreplay.judges.local_fit import DEFAULT_MODEL_PATH, DEFAULT_RULES, LocalFitModel
-from ragreplay.local.embeddings import CachedEmbedder, default_cache_dir, get_embedder
+from ragreplay.local.embeddings import CachedEmbedder, Embedder, EmbedderName, default_cache_dir, get_embedder
 
 DATA = (
     Path(__file__).resolve().parents[2]
@@ -64,7 +65,8 @@ def load_rows(path: Path, limit: int | None = None) -> list[dict]:
 
 def embed_all(texts: Sequence[str], embedder_name: str, batch: int = 128) -> dict[str, np.ndarray]:
     """Each unique text's embedding, encoded once in batches (cached on disk between runs)."""
-    embedder = CachedEmbedder(get_embedder(embedder_name), default_cache_dir() / "benchmarks")
+    packaged = get_embedder(cast(EmbedderName, embedder_name))
+    embedder = CachedEmbedder(cast(Embedder, packaged), default_cache_dir() / "benchmarks")
     unique = sorted(set(texts))
     out: dict[str, np.ndarray] = {}
     for start in range(0, len(unique), batch):

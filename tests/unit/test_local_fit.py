@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,7 +17,13 @@ import pytest
 from ragreplay.core.types import Answer, Case, Feedback, Fit
 from ragreplay.errors import ConfigError
 from ragreplay.judges import signals as sig
-from ragreplay.judges.local_fit import DEFAULT_RULES, LocalFitJudge, LocalFitModel, load_model
+from ragreplay.judges.local_fit import (
+    DEFAULT_RULES,
+    BatchingEncoder,
+    LocalFitJudge,
+    LocalFitModel,
+    load_model,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -258,6 +265,28 @@ def test_model_round_trips_through_json(tmp_path: Path) -> None:
     model, _ = load_model(write_model(tmp_path / "m.json", rules=[r.to_dict() for r in DEFAULT_RULES]))
     again = LocalFitModel.from_dict(json.loads(json.dumps(model.to_dict())))
     assert again.to_dict() == model.to_dict() and again.rules == DEFAULT_RULES
+
+
+async def test_concurrent_encodes_share_one_model_call_and_get_their_own_rows() -> None:
+    fake = FakeEmbedder()
+    batcher = BatchingEncoder(fake, max_texts=6)
+    requests = [[f"text {i}", f"other {i}"] for i in range(5)]
+    results = await asyncio.gather(*(batcher.encode(r) for r in requests))
+    assert [len(b) for b in fake.batches] == [6, 4]  # five concurrent pairs, at most six texts a call
+    for request, rows in zip(requests, results, strict=True):
+        np.testing.assert_allclose(rows, FakeEmbedder().encode(request))
+    alone = await batcher.encode(["late"])
+    assert fake.batches[-1] == ["late"] and alone.shape[0] == 1
+
+
+async def test_an_embedder_error_reaches_every_waiting_caller() -> None:
+    class Broken:
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            raise RuntimeError("model file damaged")
+
+    batcher = BatchingEncoder(Broken())
+    outcomes = await asyncio.gather(batcher.encode(["a"]), batcher.encode(["b"]), return_exceptions=True)
+    assert all(isinstance(o, RuntimeError) and "damaged" in str(o) for o in outcomes)
 
 
 # ---------------------------------------------------------------- the shipped model, real embedder

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Mapping
+import weakref
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -228,6 +230,59 @@ def describe_signal(name: str, value: float, a: str, b: str) -> str:
     return f"{labels.get(name, name)} {value:.2f}"
 
 
+@dataclass
+class _LoopQueue:
+    pending: deque[tuple[list[str], asyncio.Future[np.ndarray]]] = field(default_factory=deque)
+    worker: asyncio.Task[None] | None = None
+
+
+class BatchingEncoder:
+    """Merges the ``encode`` calls of concurrent coroutines into one model call, run in a worker thread.
+
+    A packaged embedder pays a fixed cost per call (tens of milliseconds for its dense layers) and little per
+    text, so two texts per call would dominate a replay. While one batch is encoded, new requests queue; the
+    next batch takes all of them (up to ``max_texts``). No timer: a lone request is encoded at once.
+    """
+
+    def __init__(self, encoder: sig.TextEncoder, max_texts: int = 256) -> None:
+        self._encoder = encoder
+        self._max_texts = max_texts
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopQueue] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The embeddings of ``texts`` (unit rows), computed together with other waiting requests."""
+        loop = asyncio.get_running_loop()
+        queue = self._queues.setdefault(loop, _LoopQueue())
+        future: asyncio.Future[np.ndarray] = loop.create_future()
+        queue.pending.append((list(texts), future))
+        if queue.worker is None or queue.worker.done():
+            queue.worker = loop.create_task(self._drain(queue))
+        return await future
+
+    async def _drain(self, queue: _LoopQueue) -> None:
+        while queue.pending:
+            batch = [queue.pending.popleft()]
+            size = len(batch[0][0])
+            while queue.pending and size + len(queue.pending[0][0]) <= self._max_texts:
+                batch.append(queue.pending.popleft())
+                size += len(batch[-1][0])
+            texts = [t for item, _ in batch for t in item]
+            try:
+                vectors = await asyncio.to_thread(self._encoder.encode, texts)
+            except Exception as exc:  # every waiting caller gets the embedder's error
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            start = 0
+            for item, future in batch:
+                if not future.done():  # a cancelled caller has nothing to receive
+                    future.set_result(vectors[start : start + len(item)])
+                start += len(item)
+
+
 _VERDICT = {Fit.FIT: "fits", Fit.NO_FIT: "does not fit", Fit.UNSCORABLE: "signals disagree"}
 
 
@@ -278,6 +333,7 @@ class LocalFitJudge:
                 "with benchmarks/fit_local_judges.py --embedder " + self._embedder.name
             )
         self._prompt_version = f"local-fit-1.{digest}"
+        self._batcher = BatchingEncoder(self._embedder)
 
     @property
     def prompt_version(self) -> str:
@@ -303,11 +359,16 @@ class LocalFitJudge:
         return Judgment(fit=fit, reason=reason, judge=self.name, prompt_version=self.prompt_version, raw=raw)
 
     async def judge(self, case: Case, question: str, new_answer: Answer) -> Judgment:
-        """Judge whether ``new_answer`` fits ``case.old_answer``; embedding runs off the event loop."""
+        """Judge whether ``new_answer`` fits ``case.old_answer``.
+
+        Both answers are embedded in one batch, merged with concurrent judgments' batches, off the event loop.
+        """
         old, new = case.old_answer, new_answer.text
         if not new.strip() or not old.strip():
             fit = Fit.UNSCORABLE if not new.strip() and not old.strip() else Fit.NO_FIT
             reason = "both answers are empty" if fit is Fit.UNSCORABLE else "one answer is empty"
             return Judgment(fit=fit, reason=reason, judge=self.name, prompt_version=self.prompt_version)
-        signals = await asyncio.to_thread(self.signals, question, old, new)
+        vectors = await self._batcher.encode([old, new])
+        cosine = float(np.clip(vectors[0] @ vectors[1], -1.0, 1.0))
+        signals = await asyncio.to_thread(sig.compute_signals, question, old, new, cosine)
         return self.decide(question, old, new, signals)
