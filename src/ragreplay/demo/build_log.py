@@ -148,6 +148,7 @@ async def _conversation(
         messages.append(
             {"role": "ai", "content": GREETINGS[spec.tags.get("language", "en")], "ts": _ts(clock)}
         )
+        clock += timedelta(seconds=rng.randint(5, 60))
     rows = []
     for turn_no, turn in enumerate(spec.turns):
         if turn_no:
