@@ -1,69 +1,121 @@
-"""`ragreplay demo`: the whole replay job on shipped sample data, offline, with no API key."""
+"""`ragreplay demo`: the whole replay job on the shipped HR corpus and log, offline, with local judges."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
+from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
+from rich.markup import escape
+from rich.table import Table
 
 from ragreplay.cli.common import console
 from ragreplay.cli.run_cmd import run_replay
-from ragreplay.demo.sample import build_sample
+from ragreplay.core.summary import RunSummary
+from ragreplay.core.types import Verdict
 from ragreplay.ingest import ingest_file
 from ragreplay.report import render
-from ragreplay.report.terminal import build_renderable
+from ragreplay.report.labels import RATE_LABELS, rate_of, rate_text, truncate
 from ragreplay.service import select_cases, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
 
-TARGET_YAML = """\
-name: candidate-november
-target:
-  kind: logged
-  log: candidate.jsonl
-  match: turn
-"""
+DEMO_DATA = "demo/data"
+
+
+def demo_data_dir() -> Path:
+    """The folder of the shipped demo data (corpus, production log, configs, ground truth)."""
+    return Path(str(resources.files("ragreplay"))) / DEMO_DATA
+
+
+def _challenger(out: Path, generator: str | None) -> Path:
+    """The challenger config, pointed at the shipped corpus; with ``generator`` a model writes its answers."""
+    data = demo_data_dir()
+    config = yaml.safe_load((data / "challenger.yaml").read_text(encoding="utf-8"))
+    config["target"]["corpus"] = str((data / config["target"]["corpus"]).resolve())
+    if generator:
+        config["target"]["answer"] = {"mode": "generate", "model": generator}
+    path = out / "challenger.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _print_summary(result: RunSummary, top: int) -> None:
+    matrix = Table(title="Verdicts (replayed through the challenger)")
+    for col in ("users said", "new answer fits", "new answer differs"):
+        matrix.add_column(col)
+    counts = result.rates.counts
+    matrix.add_row("GOOD", str(counts[Verdict.GOOD_FIT]), str(counts[Verdict.GOOD_NO_FIT]))
+    matrix.add_row("BAD", str(counts[Verdict.BAD_FIT]), str(counts[Verdict.BAD_NO_FIT]))
+    console.print(matrix)
+    console.print(
+        f"unscorable: {result.n_unscorable}   errors: {result.n_errors}   skipped at ingest: "
+        f"{sum(result.skipped.values())}"
+    )
+    rates = Table(title="Rates with 95% Wilson intervals")
+    rates.add_column("rate")
+    rates.add_column(escape("value [interval] (k/n)"))
+    for key, label, _ in RATE_LABELS:
+        rates.add_row(label, rate_text(rate_of(result.rates, key)))
+    console.print(rates)
+    review = Table(title=f"Top BAD_NO_FIT rows for review ({len(result.review)} in all)", show_lines=True)
+    for col in ("case", "question replayed", "old answer", "new answer", "chunks old → new"):
+        review.add_column(col, overflow="fold")
+    for row in result.review[:top]:
+        review.add_row(
+            row.case_id,
+            truncate(row.question or row.query, 90),
+            truncate(row.old_answer, 90),
+            truncate(row.new_answer, 90),
+            f"{', '.join(row.old_chunk_ids) or '–'} → {', '.join(row.new_chunk_ids) or '–'}",
+        )
+    console.print(review)
 
 
 def demo(
-    out: Annotated[Path, typer.Option(help="Folder for the demo's logs, store and report")] = Path(
+    out: Annotated[Path, typer.Option(help="Folder for the demo's store and report")] = Path(
         "ragreplay-demo"
     ),
-    judge: Annotated[str, typer.Option(help="Judge spec; a real endpoint works too")] = "fake:default",
-    conversations: Annotated[int, typer.Option(help="Conversations in the sample log")] = 60,
+    judge: Annotated[
+        str, typer.Option(help="FIT judge: local, or provider:model for a real endpoint")
+    ] = "local",
+    rewriter: Annotated[
+        str, typer.Option(help="Follow-up rewriter: local, none, or provider:model")
+    ] = "local",
+    provider: Annotated[
+        str | None,
+        typer.Option(help="provider:model that writes the challenger's answers (default: extractive)"),
+    ] = None,
+    top: Annotated[int, typer.Option(help="BAD_NO_FIT rows to print")] = 5,
 ) -> None:
-    """Ingest a sample production log, replay it against a candidate's log, judge, and report."""
+    """Ingest the shipped production log, replay it through the challenger RAG, judge locally, report."""
+    data = demo_data_dir()
     if out.exists():
         shutil.rmtree(out)
-    sample = build_sample(conversations)
-    production, _ = sample.write(out)
-    target_path = out / "candidate.yaml"
-    target_path.write_text(TARGET_YAML, encoding="utf-8")
+    out.mkdir(parents=True)
     db = str(out / "ragreplay.db")
-    console.print(f"[bold]ragreplay demo[/bold]: {len(sample.production)} conversations in {production}")
-    if judge.startswith("fake:"):
-        console.print(
-            "[yellow]judge: the shipped deterministic fake (word overlap). It shows the pipeline working; it is "
-            "not a semantic judge. Pass --judge provider:model for a real one.[/yellow]"
-        )
+    console.print(f"[bold]ragreplay demo[/bold]: shipped HR corpus and production log in {data}")
     store = Store.open(db)
     try:
-        summary = ingest_file(production, store)
-        console.print(f"ingested {summary.conversations} conversations -> {summary.cases} labelled cases")
-        settings = Settings(db=db, judge=judge)
+        ingested = ingest_file(data / "production.jsonl", store)
+        console.print(
+            f"ingested {ingested.conversations} conversations -> {ingested.cases} labelled cases "
+            f"({ingested.skipped} messages skipped, by reason in the report)"
+        )
+        settings = Settings(db=db, judge=judge, rewriter=rewriter, concurrency=8)
+        target = load_target(_challenger(out, provider))
         run = asyncio.run(
-            run_replay(
-                store, settings, load_target(target_path), select_cases(store), {"source_ids": None}, False
-            )
+            run_replay(store, settings, target, select_cases(store), {"source_ids": None}, False)
         )
         result = summarize_run(store, run.id)
     finally:
         store.close()
-    console.print(build_renderable(result, examples=5))
-    report_path = out / "report.md"
-    report_path.write_text(render(result, "md"), encoding="utf-8")
-    console.print(f"\nreport: {report_path.resolve()}")
+    _print_summary(result, top)
+    report = out / "report.html"
+    report.write_text(render(result, "html"), encoding="utf-8")
+    console.print(f"\nHTML report: {report.resolve()}")
