@@ -18,6 +18,7 @@ import pytest
 
 from ragreplay.core.types import Case, Feedback
 from ragreplay.errors import ConfigError
+from ragreplay.providers.registry import ModelFactory
 from ragreplay.targets.builtin_rag import retrieval as rt
 from ragreplay.targets.builtin_rag.answer import NOT_FOUND
 from ragreplay.targets.builtin_rag.chunking import chunk_corpus, chunk_document, word_windows
@@ -397,6 +398,47 @@ async def test_generate_mode_calls_the_model_and_records_tokens(tmp_path: Path) 
     await target.aclose()
 
 
+async def test_a_failed_generation_is_an_answer_error_not_an_exception(tmp_path: Path) -> None:
+    async def no_sleep(_: float) -> None:
+        return None
+
+    factory = ModelFactory(env={"RAGREPLAY_FAKE_FAIL_FIRST": "100"}, sleep=no_sleep)
+    target = builtin_target_from_config(
+        config(answer={"mode": "generate", "model": "fake:default"}),
+        FIXTURE,
+        "t",
+        "test.yaml",
+        embedder=BagOfWordsEmbedder(),
+        cache_dir=tmp_path / "cache",
+        factory=factory,
+    )
+    answer = await ask(target, "Who approves expense claims above 500 euros?")
+    assert answer.error is not None and "ProviderError" in answer.error
+    assert answer.contexts and answer.contexts[0].id == "expenses-finance#1"
+    await target.aclose()  # the factory was passed in: the caller closes it
+    await factory.aclose()
+
+
+async def test_e5_gets_query_and_passage_prefixes(tmp_path: Path) -> None:
+    class E5Like(BagOfWordsEmbedder):
+        name = "e5"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            self.seen.extend(texts)
+            return super().encode(texts)
+
+    embedder = E5Like()
+    target = make_target(tmp_path, embedder=embedder, retrieval={"mode": "dense", "embedder": "e5"})
+    await ask(target, "Who approves expense claims?")
+    assert "query: Who approves expense claims?" in embedder.seen
+    others = [t for t in embedder.seen if not t.startswith("query: ")]
+    assert others and all(t.startswith("passage: ") for t in others)
+
+
 async def test_generate_with_a_blocked_real_model_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="blocked"):
         make_target(tmp_path, answer={"mode": "generate", "model": "openai:gpt-4.1-mini"})
@@ -408,7 +450,7 @@ async def test_index_is_built_once_under_concurrent_answers(tmp_path: Path) -> N
     assert target.index is None
     answers = await asyncio.gather(*(ask(target, q) for q, _ in QUESTIONS * 3))
     n_docs = len(target.corpus.documents)
-    assert embedder.calls == n_docs + len(answers)  # one batch per document, one per question
+    assert embedder.calls == 2 * n_docs + len(answers)  # chunks + sentences per document, one per question
     assert all(a.contexts for a in answers)
 
 
@@ -417,7 +459,7 @@ async def test_embeddings_are_read_from_the_disk_cache_on_the_second_build(tmp_p
     shutil.copytree(FIXTURE, corpus_dir)
     first = BagOfWordsEmbedder()
     await make_target(tmp_path, base=corpus_dir, embedder=first).prepare()
-    assert first.calls == 8
+    assert first.calls == 16  # chunks and sentences of 8 documents
     second = BagOfWordsEmbedder()
     await make_target(tmp_path, base=corpus_dir, embedder=second).prepare()
     assert second.calls == 0
@@ -425,7 +467,7 @@ async def test_embeddings_are_read_from_the_disk_cache_on_the_second_build(tmp_p
     doc.write_text(doc.read_text(encoding="utf-8") + "\nA new sentence.\n", encoding="utf-8")
     third = BagOfWordsEmbedder()
     await make_target(tmp_path, base=corpus_dir, embedder=third).prepare()
-    assert third.calls == 1  # only the changed document is embedded again
+    assert third.calls == 2  # only the changed document is embedded again
 
 
 def test_version_follows_config_and_corpus_bytes(tmp_path: Path) -> None:

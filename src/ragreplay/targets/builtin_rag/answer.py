@@ -47,9 +47,10 @@ def pick_sentences(
     A chunk offers every whole sentence of its document that overlaps it (so a sentence cut by a chunk
     boundary is quoted whole); headings and sentences under three words are skipped; a sentence offered
     by several chunks is cited from the best-ranked one. Score: embedding cosine (when vectors exist) +
-    ``OVERLAP_WEIGHT`` x share of question tokens in the sentence + ``RANK_WEIGHT / chunk rank``.
+    ``OVERLAP_WEIGHT`` x idf-weighted share of question tokens in the sentence or its section heading +
+    ``RANK_WEIGHT / chunk rank``.
     """
-    wanted = content_tokens(question)
+    weights = token_weights(content_tokens(question), index.idf)
     seen: set[tuple[int, int]] = set()
     picked: list[Picked] = []
     for rank, hit in enumerate(hits, start=1):
@@ -60,8 +61,7 @@ def pick_sentences(
             if sentence.heading or len(sentence.text.split()) < MIN_WORDS or (d, s_index) in seen:
                 continue
             seen.add((d, s_index))
-            tokens = content_tokens(sentence.text)
-            overlap = len(wanted & tokens) / len(wanted) if wanted else 0.0
+            overlap = weighted_overlap(weights, index.sentence_tokens[d][s_index])
             cosine = 0.0
             if question_vector is not None and index.sentence_vectors:
                 cosine = float(index.sentence_vectors[d][s_index] @ question_vector)
@@ -69,6 +69,18 @@ def pick_sentences(
             picked.append(Picked(sentence.text, hit.chunk.id, score))
     picked.sort(key=lambda p: -p.score)
     return picked[:max_sentences]
+
+
+def token_weights(wanted: set[str], idf: dict[str, float]) -> dict[str, float]:
+    """The idf of each question token; a word the corpus never uses gets the highest idf."""
+    top = max(idf.values(), default=1.0)
+    return {t: idf.get(t, top) for t in wanted}
+
+
+def weighted_overlap(weights: dict[str, float], tokens: set[str]) -> float:
+    """Share of the question's tokens found in ``tokens``, each weighted (rare words count more)."""
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in tokens) / total if total else 0.0
 
 
 def compose_extractive(picked: Sequence[Picked], hits: Sequence[Hit]) -> str:

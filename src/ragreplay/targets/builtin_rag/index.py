@@ -37,6 +37,23 @@ def passage_text(embedder_name: str, text: str) -> str:
     return f"passage: {text}" if embedder_name == "e5" else text
 
 
+def sentence_embedding_text(sentence: Sentence) -> str:
+    """What is embedded for a sentence: its section heading, then the sentence (headings alone as is)."""
+    if sentence.heading or not sentence.section:
+        return sentence.text
+    return f"{sentence.section}: {sentence.text}"
+
+
+def inverse_document_frequencies(token_sets: Sequence[set[str]]) -> dict[str, float]:
+    """``log(1 + N / df)`` of every token over ``token_sets`` (the chunks)."""
+    df: dict[str, int] = {}
+    for tokens in token_sets:
+        for token in tokens:
+            df[token] = df.get(token, 0) + 1
+    n = len(token_sets)
+    return {token: float(np.log1p(n / count)) for token, count in df.items()}
+
+
 @dataclass(frozen=True)
 class Hit:
     """A retrieved chunk and the score of the last stage that ranked it."""
@@ -65,6 +82,8 @@ class CorpusIndex:
     bm25: bm25s.BM25 | None
     chunk_tokens: list[set[str]]
     sentences: list[list[Sentence]]
+    sentence_tokens: list[list[set[str]]] = field(default_factory=list)
+    idf: dict[str, float] = field(default_factory=dict)
     chunk_vectors: np.ndarray | None = None
     sentence_vectors: list[np.ndarray] = field(default_factory=list)
 
@@ -73,7 +92,10 @@ class CorpusIndex:
         cls, documents: Sequence[Document], chunking: ChunkingConfig, embedder: Embedder | None
     ) -> CorpusIndex:
         """Chunk and index ``documents``; with an ``embedder``, embed chunks and sentences document by
-        document (so a cached embedder re-embeds only documents that changed)."""
+        document (so a cached embedder re-embeds only documents that changed).
+
+        Chunks are indexed (BM25 and embedding) with their document's title in front of their text.
+        """
         chunks = chunk_corpus(documents, chunking.size, chunking.overlap)
         indexed_texts = [f"{documents[c.doc_index].title}\n{c.text}" for c in chunks]
         token_lists = [tokenize(t) for t in indexed_texts]
@@ -89,24 +111,35 @@ class CorpusIndex:
             bm25=bm25,
             chunk_tokens=[set(t) for t in token_lists],
             sentences=sentences,
+            sentence_tokens=[[set(tokenize(f"{s.section} {s.text}")) for s in doc] for doc in sentences],
+            idf=inverse_document_frequencies([set(t) for t in token_lists]),
         )
         if embedder is not None:
             index._embed(embedder, indexed_texts)
         return index
 
     def _embed(self, embedder: Embedder, indexed_texts: list[str]) -> None:
+        # Two batches per document: its chunks, and its sentences. Sentences do not depend on the chunking,
+        # so configurations that differ only in chunking share the cached sentence vectors.
         name = embedder.name
-        chunk_rows: list[np.ndarray] = []
+        by_doc: list[list[int]] = [[] for _ in self.documents]
+        for i, chunk in enumerate(self.chunks):
+            by_doc[chunk.doc_index].append(i)
+        chunk_vectors: list[np.ndarray] = []
         self.sentence_vectors = []
         for d, doc_sentences in enumerate(self.sentences):
-            mine = [i for i, c in enumerate(self.chunks) if c.doc_index == d]
-            texts = [passage_text(name, indexed_texts[i]) for i in mine]
-            texts += [passage_text(name, s.text) for s in doc_sentences]
-            vectors = encode(embedder, texts) if texts else np.zeros((0, 1), dtype=np.float32)
-            chunk_rows.append(vectors[: len(mine)])
-            self.sentence_vectors.append(vectors[len(mine) :])
-        dims = {v.shape[1] for v in chunk_rows if len(v)} or {1}
-        self.chunk_vectors = np.vstack([v.reshape(-1, max(dims)) for v in chunk_rows]).astype(np.float32)
+            chunk_texts = [passage_text(name, indexed_texts[i]) for i in by_doc[d]]
+            sentence_texts = [passage_text(name, sentence_embedding_text(s)) for s in doc_sentences]
+            if chunk_texts:
+                chunk_vectors.append(encode(embedder, chunk_texts))
+            self.sentence_vectors.append(
+                encode(embedder, sentence_texts) if sentence_texts else np.zeros((0, 1), dtype=np.float32)
+            )
+        self.chunk_vectors = (
+            np.vstack(chunk_vectors).astype(np.float32)
+            if chunk_vectors
+            else np.zeros((0, 1), dtype=np.float32)
+        )
 
     def bm25_scores(self, query_tokens: list[str]) -> np.ndarray:
         """BM25 score of every chunk for the query tokens (zeros for an empty query)."""

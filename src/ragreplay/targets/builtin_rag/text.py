@@ -19,7 +19,7 @@ ENGLISH_STOPWORDS = frozenset(
     my myself no nor not now of off on once only or other our ours ourselves out over own same she
     should so some such than that the their theirs them themselves then there these they this those
     through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves s t ll re ve d m o y also may might must shall us get got
+    would you your yours yourself yourselves s t ll re ve d m o y also may might must shall us get got many much
     """.split()
 )
 DUTCH_STOPWORDS = frozenset(
@@ -29,6 +29,7 @@ DUTCH_STOPWORDS = frozenset(
     jouw kan kon kunnen maar me meer men met mij mijn moet moeten na naar niet niets nog nu of om omdat
     ons onze ook op over reeds te tegen toch toen tot u uit uw van veel voor waar wanneer want waren was
     wat we wel welk welke werd wie wij wil worden wordt zal ze zelf zich zij zijn zo zonder zou zullen
+    hoe hoeveel waarom mag mogen
     """.split()
 )
 STOPWORDS = ENGLISH_STOPWORDS | DUTCH_STOPWORDS
@@ -36,6 +37,7 @@ STOPWORDS = ENGLISH_STOPWORDS | DUTCH_STOPWORDS
 _TOKEN = re.compile(r"[a-z0-9]+")
 # A sentence ends at . ! ? followed by whitespace, or at a line break; list markers and heading hashes
 # at the start of a line are not part of the sentence.
+_EMPHASIS = re.compile(r"\*\*|__|`")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d{1,3}[.)]\s+|>\s*)")
 
@@ -64,16 +66,22 @@ class Sentence:
     start: int
     end: int
     heading: bool = False
+    section: str = ""
+    """The text of the nearest heading above the sentence ("" before the first heading)."""
 
 
 def split_sentences(text: str) -> list[Sentence]:
     """The sentences of ``text`` with their offsets; markdown headings are kept but flagged.
 
     Lines wrapped inside a paragraph are joined; a blank line, a heading or a list item starts a new block,
-    and a sentence never crosses a block. Sentence text has its whitespace collapsed.
+    and a sentence never crosses a block. Sentence text has its whitespace collapsed and markdown
+    emphasis markers (``**``, ``__``, backticks) removed; each sentence knows its section heading.
     """
     sentences: list[Sentence] = []
+    section = ""
     for start, end, heading in _blocks(text):
+        if heading:
+            section = _clean(text[start:end])
         pos = start
         for match in [*_SENTENCE_END.finditer(text, start, end), None]:
             stop = match.start() if match is not None else end
@@ -81,10 +89,14 @@ def split_sentences(text: str) -> list[Sentence]:
             if piece.strip():
                 lead = len(piece) - len(piece.lstrip())
                 first, last = pos + lead, pos + len(piece.rstrip())
-                sentences.append(Sentence(" ".join(text[first:last].split()), first, last, heading))
+                sentences.append(Sentence(_clean(text[first:last]), first, last, heading, section))
             if match is not None:
                 pos = match.end()
     return sentences
+
+
+def _clean(text: str) -> str:
+    return " ".join(_EMPHASIS.sub("", text).split())
 
 
 def _blocks(text: str) -> list[tuple[int, int, bool]]:
