@@ -336,6 +336,15 @@ async def test_nothing_retrieved_gives_the_fixed_answer(tmp_path: Path) -> None:
     assert answer.text == NOT_FOUND and answer.contexts == ()
 
 
+async def test_a_corpus_without_text_answers_not_found(tmp_path: Path) -> None:
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "empty.md").write_text("---\ntitle: Empty\n---\n", encoding="utf-8")
+    for mode in ("bm25", "dense", "hybrid"):
+        target = make_target(tmp_path, base=tmp_path, retrieval={"mode": mode, "rerank": {"enabled": True}})
+        answer = await ask(target, "Anything at all?")
+        assert answer.text == NOT_FOUND and answer.contexts == ()
+
+
 async def test_recency_drops_the_superseded_policy(tmp_path: Path) -> None:
     question = "How many unused days of annual leave may be carried over to the next year?"
     plain = await ask(make_target(tmp_path, retrieval={"top_k": 5}), question)

@@ -189,6 +189,6 @@ class CorpusIndex:
         return self.documents[self.chunks[chunk_index].doc_index]
 
     def _cosines(self, query_vector: np.ndarray | None) -> np.ndarray:
-        if query_vector is None or self.chunk_vectors is None:
+        if query_vector is None or self.chunk_vectors is None or not self.chunks:
             return np.zeros(len(self.chunks), dtype=np.float32)
         return self.chunk_vectors @ query_vector
