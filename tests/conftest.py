@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 
@@ -15,6 +16,8 @@ from ragreplay.store import Store
 # No test may reach a real model endpoint: building any non-fake provider from the environment fails.
 # Tests that talk to the loopback mock server pass their own env to ModelFactory.
 os.environ["RAGREPLAY_BLOCK_REAL_MODELS"] = "1"
+# Embedding caches go to a folder of this test session, not the user's home.
+os.environ["RAGREPLAY_CACHE_DIR"] = tempfile.mkdtemp(prefix="ragreplay-test-cache-")
 
 # The PostgreSQL server the store tests use; each test gets its own schema on it.
 POSTGRES_URL = os.environ.get("RAGREPLAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
