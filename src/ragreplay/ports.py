@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragreplay.core.runs import ResultRecord, RunStatus
 from ragreplay.core.types import Answer, Case, Judgment, Rewrite
+from ragreplay.judges.pairwise_types import PairwiseJudgment, PairwiseSide
 from ragreplay.providers.base import ChatRequest, ChatResponse
 
 
@@ -122,4 +123,22 @@ class ResultWriter(Protocol):
 
     async def pin_rewrite(self, case_id: str, rewrite: Rewrite) -> Rewrite:
         """Pin ``rewrite`` unless one is pinned already; return the pinned one."""
+        ...
+
+
+class PairwiseJudge(Protocol):
+    """Compares two answers to one question, labelled only A and B, and picks one or a tie."""
+
+    @property
+    def name(self) -> str:
+        """The judge model or local judge, named in every report."""
+        ...
+
+    @property
+    def prompt_version(self) -> str:
+        """Version of the pairwise prompt or model, stored on every judgment."""
+        ...
+
+    async def judge(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairwiseJudgment:
+        """Judge one ordering of a pair; an unparseable reply gives ``winner=None``, never an exception."""
         ...
