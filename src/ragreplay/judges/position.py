@@ -1,0 +1,170 @@
+"""Position-bias handling for pairwise judges: judge a pair in both orders (or one random order) and measure bias.
+
+A pairwise judge only ever sees "answer A" and "answer B". The caller's two sides are called ``x`` and ``y``
+here (the caller knows which is the champion; the judge never does). In ``both`` mode the pair is judged twice,
+``x`` shown as A and then ``y`` shown as A, concurrently; each winner is mapped back to ``x``/``y``. When the two
+orders agree the pair is *consistent*; when they disagree (including one order calling a tie) the outcome is a
+tie, and the disagreement is counted. If either order could not be scored, the outcome is unscored
+(``winner=None``): it is never guessed from the other order.
+
+:func:`position_stats` summarises many outcomes: how often the two orders agreed, how often the judge picked the
+answer shown first (A) or second (B), and whether that split is lopsided by an exact two-sided binomial test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Coroutine, Sequence
+from math import comb
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ragreplay.errors import ConfigError
+from ragreplay.judges.pairwise_types import PairwiseJudgment, PairwiseSide, Winner
+from ragreplay.ports import PairwiseJudge
+
+OrderMode = Literal["both", "random"]
+Ordering = Literal["xy", "yx"]
+SideWinner = Literal["x", "y", "tie"]
+
+BIAS_ALPHA = 0.05
+"""Significance level at which :func:`position_stats` names a favoured position."""
+
+
+class PairOutcome(BaseModel):
+    """The decision on one pair, in the caller's terms (``x``/``y``), with each ordering's judgment.
+
+    ``judgments`` holds ``("xy", j)`` when ``x`` was shown as A, ``("yx", j)`` when ``y`` was shown as A.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    winner: SideWinner | None
+    consistent: bool | None
+    judgments: list[tuple[Ordering, PairwiseJudgment]]
+    mode: OrderMode
+
+
+def side_winner(ordering: Ordering, winner: Winner | None) -> SideWinner | None:
+    """Map a positional winner (A/B/tie) of one ordering back to the caller's sides (x/y/tie)."""
+    if winner is None or winner == "tie":
+        return winner
+    shown_first: SideWinner = "x" if ordering == "xy" else "y"
+    shown_second: SideWinner = "y" if ordering == "xy" else "x"
+    return shown_first if winner == "A" else shown_second
+
+
+def _combine(mapped: Sequence[SideWinner | None]) -> tuple[SideWinner | None, bool | None]:
+    if any(w is None for w in mapped):
+        return None, None
+    if all(w == mapped[0] for w in mapped):
+        return mapped[0], True
+    return "tie", False
+
+
+async def _both(
+    first: Coroutine[Any, Any, PairwiseJudgment], second: Coroutine[Any, Any, PairwiseJudgment]
+) -> tuple[PairwiseJudgment, PairwiseJudgment]:
+    """Run both orderings at once; the first error propagates as itself and cancels the other ordering."""
+    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+    try:
+        a, b = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return a, b
+
+
+async def judge_pair(
+    judge: PairwiseJudge,
+    question: str,
+    x: PairwiseSide,
+    y: PairwiseSide,
+    mode: OrderMode = "both",
+    rng: random.Random | None = None,
+) -> PairOutcome:
+    """Judge ``x`` against ``y``.
+
+    ``both``: both orderings, concurrently; disagreement gives a tie with ``consistent=False``; an unscored
+    ordering gives ``winner=None``. ``random``: one ordering drawn from ``rng`` (a fresh unseeded generator
+    when not given), ``consistent`` is ``None``. Provider errors from the judge propagate (the other ordering
+    is cancelled).
+    """
+    if mode == "both":
+        first, second = await _both(judge.judge(question, x, y), judge.judge(question, y, x))
+        judgments: list[tuple[Ordering, PairwiseJudgment]] = [("xy", first), ("yx", second)]
+        winner, consistent = _combine([side_winner(o, j.winner) for o, j in judgments])
+        return PairOutcome(winner=winner, consistent=consistent, judgments=judgments, mode=mode)
+    if mode == "random":
+        ordering: Ordering = "xy" if (rng or random.Random()).random() < 0.5 else "yx"
+        a, b = (x, y) if ordering == "xy" else (y, x)
+        judgment = await judge.judge(question, a, b)
+        return PairOutcome(
+            winner=side_winner(ordering, judgment.winner),
+            consistent=None,
+            judgments=[(ordering, judgment)],
+            mode=mode,
+        )
+    raise ConfigError(f"pairwise order mode {mode!r} is not known. Fix: use 'both' or 'random'")
+
+
+class PositionStats(BaseModel):
+    """Position bias over many pairs.
+
+    ``consistent`` / ``consistency_rate``: pairs judged in both orders whose orders agreed, out of the scored
+    both-order pairs (``None`` when there are none). ``a_wins`` / ``b_wins`` / ``ties``: over every scored
+    judgment (each ordering counts), how often the answer shown first (A) or second (B) won, or a tie.
+    ``p_value``: exact two-sided binomial test of ``a_wins`` against ``b_wins`` (ties left out) with p = 1/2;
+    ``favoured`` names the position that wins more when ``p_value < 0.05``. ``unscorable``: pairs with no winner.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_pairs: int
+    consistent: int
+    consistency_rate: float | None
+    a_wins: int
+    b_wins: int
+    ties: int
+    favoured: Literal["A", "B"] | None
+    p_value: float | None
+    unscorable: int = 0
+
+
+def binomial_two_sided(k: int, n: int) -> float:
+    """Exact two-sided binomial test p-value of ``k`` successes in ``n`` trials with p = 1/2 (1.0 for n = 0)."""
+    if n < 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return 1.0
+    # With p = 1/2 the distribution is symmetric: both tails at least as extreme as k are equal.
+    tail = sum(comb(n, i) for i in range(min(k, n - k) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def position_stats(outcomes: Sequence[PairOutcome]) -> PositionStats:
+    """Consistency and first/second-position win counts with a binomial test (see :class:`PositionStats`)."""
+    both_scored = [o for o in outcomes if o.mode == "both" and o.consistent is not None]
+    consistent = sum(1 for o in both_scored if o.consistent)
+    positions = [j.winner for o in outcomes for _, j in o.judgments if j.winner is not None]
+    a_wins, b_wins = positions.count("A"), positions.count("B")
+    decided = a_wins + b_wins
+    p_value = binomial_two_sided(a_wins, decided) if decided else None
+    favoured: Literal["A", "B"] | None = None
+    if p_value is not None and p_value < BIAS_ALPHA and a_wins != b_wins:
+        favoured = "A" if a_wins > b_wins else "B"
+    return PositionStats(
+        n_pairs=len(outcomes),
+        consistent=consistent,
+        consistency_rate=consistent / len(both_scored) if both_scored else None,
+        a_wins=a_wins,
+        b_wins=b_wins,
+        ties=positions.count("tie"),
+        favoured=favoured,
+        p_value=p_value,
+        unscorable=sum(1 for o in outcomes if o.winner is None),
+    )
