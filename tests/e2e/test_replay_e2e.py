@@ -152,3 +152,10 @@ def test_schema_command_prints_json_schema(kind: str, field: str, capsys: pytest
     schema = json.loads(capsys.readouterr().out)
     assert field in schema["properties"]
     assert main(["schema", "nope"]) == 2
+
+
+@pytest.mark.parametrize("argv", [["report"], ["run", "--bogus"], ["nonsense-command"]])
+def test_usage_errors_exit_2_without_traceback(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out

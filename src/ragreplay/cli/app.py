@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 from rich.text import Text
 
@@ -29,21 +28,21 @@ app.command()(schema_cmd.schema)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; user mistakes print a clear message and exit 2, never a traceback."""
+    """Run the CLI and return its exit code; user mistakes print a clear message and exit 2, never a traceback.
+
+    Usage errors (unknown option, missing argument) are reported by typer itself, also with exit code 2.
+    """
     try:
-        result = app(args=argv, standalone_mode=False)
+        app(args=argv, standalone_mode=True)
     except RagreplayError as exc:
         err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False)
         return 2
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        return 130
-    return result if isinstance(result, int) else 0
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        return code if isinstance(code, int) else 1
+    return 0
 
 
 if __name__ == "__main__":
