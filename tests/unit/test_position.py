@@ -230,3 +230,53 @@ def test_outcome_is_frozen() -> None:
     outcome = PairOutcome(winner="x", consistent=True, judgments=[], mode="both")
     with pytest.raises(ValueError):
         outcome.winner = "y"  # type: ignore[misc]
+
+
+async def test_judge_never_sees_which_side_is_champion_or_challenger() -> None:
+    from ragreplay.core.types import Case, Feedback
+    from ragreplay.judges.pairwise import LLMPairwiseJudge
+    from ragreplay.providers.base import ChatRequest, ChatResponse
+    from ragreplay.providers.fake import FakeChatModel
+    from ragreplay.targets.fake import FakeTarget
+
+    question = "How many days of annual leave do I get?"
+    champion = FakeTarget(
+        {question: {"answer": "20 days.", "contexts": [{"id": "leave-2024#1", "text": "Leave is 20 days."}]}},
+        name="champion",
+    )
+    challenger = FakeTarget(
+        {question: {"answer": "25 days.", "contexts": [{"id": "leave-2026#1", "text": "Leave is 25 days."}]}},
+        name="challenger-x",
+    )
+    case = Case(
+        id="c1",
+        conversation_id="conv1",
+        turn_index=1,
+        query=question,
+        history=(),
+        old_answer="20",
+        feedback=Feedback.GOOD,
+    )
+    sides = []
+    for target in (champion, challenger):
+        answer = await target.answer(question, case)
+        sides.append(PairwiseSide(answer=answer.text, contexts=list(answer.contexts)))
+
+    class Recording(FakeChatModel):
+        def __init__(self) -> None:
+            super().__init__()
+            self.requests: list[ChatRequest] = []
+
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            self.requests.append(request)
+            return await super().complete(request)
+
+    model = Recording()
+    await judge_pair(LLMPairwiseJudge(model), question, sides[0], sides[1])
+    assert len(model.requests) == 2
+    firsts = set()
+    for request in model.requests:
+        shown = request.model_dump_json().lower()
+        assert "champion" not in shown and "challenger" not in shown
+        firsts.add(request.hints["answer_a"])
+    assert firsts == {"20 days.", "25 days."}

@@ -1,13 +1,13 @@
-"""What a pairwise judge (local or LLM) is given and what it returns: two sides, four 1-5 axes and a winner."""
+"""What a pairwise judge (local or LLM) is given and what it returns: two sides, 1-5 axis scores and a winner."""
 
 from __future__ import annotations
 
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragreplay.core.types import RetrievedChunk
+from ragreplay.core.types import RetrievedChunk, TokenUsage
 
 Winner = Literal["A", "B", "tie"]
 
@@ -25,13 +25,36 @@ class PairwiseSide(_Frozen):
     """Chunk id -> effective date of the document the chunk comes from."""
 
 
-class AxisScores(_Frozen):
-    """One side's scores, each 1 (poor) to 5 (good)."""
+DEFAULT_AXIS_NAMES = ("groundedness", "completeness", "directness", "recency")
 
-    groundedness: int = Field(ge=1, le=5)
-    completeness: int = Field(ge=1, le=5)
-    directness: int = Field(ge=1, le=5)
-    recency: int = Field(ge=1, le=5)
+
+class AxisScores(BaseModel):
+    """One side's scores, each 1 (poor) to 5 (good).
+
+    The four default axes are fields; a judge configured with other axes passes them as extra keyword
+    arguments (``AxisScores(groundedness=4, safety=5)``), and a default axis it does not score stays ``None``.
+    :meth:`as_dict` gives every scored axis by name.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    groundedness: int | None = Field(None, ge=1, le=5)
+    completeness: int | None = Field(None, ge=1, le=5)
+    directness: int | None = Field(None, ge=1, le=5)
+    recency: int | None = Field(None, ge=1, le=5)
+
+    @model_validator(mode="after")
+    def _extra_axes_are_scores(self) -> AxisScores:
+        for name, value in (self.model_extra or {}).items():
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+                raise ValueError(f"axis {name!r} must be an integer from 1 to 5, got {value!r}")
+        return self
+
+    def as_dict(self) -> dict[str, int]:
+        """Every scored axis, default axes first."""
+        scores = {n: getattr(self, n) for n in DEFAULT_AXIS_NAMES if getattr(self, n) is not None}
+        scores.update(self.model_extra or {})
+        return scores
 
 
 class PairwiseJudgment(_Frozen):
@@ -44,6 +67,8 @@ class PairwiseJudgment(_Frozen):
     judge: str
     prompt_version: str
     raw: str = ""
+    tokens: TokenUsage = TokenUsage()
+    cost_usd: float = 0.0
 
 
 def swap_winner(winner: Winner | None) -> Winner | None:

@@ -13,6 +13,13 @@ It answers from ``request.hints`` by ``request.task``:
   if the new answer contains ``[[unparseable]]`` the reply is prose naming no verdict.
 - ``generate`` (hints ``question``, ``contexts``): the first context sentence sharing the most words with the
   question, or ``I don't know.`` without contexts.
+- ``pairwise`` (hints ``question``, ``answer_a``, ``answer_b``, ``contexts_a``, ``contexts_b``, optional
+  ``axes``): each side's support is the number of distinct words its answer shares with its own contexts (with
+  the question when neither side has contexts); more support wins, equal support is a tie. Scores per axis
+  (the hint ``axes``, else groundedness, completeness, directness, recency): the first axis is
+  ``1 + round(4 * support / answer words)``, the others 4 for the winner, 2 for the loser, 3 on a tie.
+  Reply: JSON ``{"scores_a", "scores_b", "winner", "reason"}``; ``[[unparseable]]`` in either answer gives
+  prose with no JSON.
 - anything else: the last user message, echoed.
 
 Usage counts whitespace-separated words. Test hooks: ``latency_ms``, ``call_log`` (one JSON line per
@@ -116,6 +123,30 @@ def best_sentence(question: str, contexts: Sequence[str]) -> str:
     return best if best is not None else "I don't know."
 
 
+PAIRWISE_AXES = ("groundedness", "completeness", "directness", "recency")
+
+
+def pairwise_reply(hints: dict[str, Any]) -> str:
+    """The fake's pairwise judgment (rule in the module docstring)."""
+    answers = {side: str(hints[f"answer_{side}"]) for side in "ab"}
+    if any(UNPARSEABLE_MARKER in a for a in answers.values()):
+        return "Both answers have merits and I cannot honestly pick one over the other."
+    contexts = {side: " ".join(str(c) for c in hints.get(f"contexts_{side}") or []) for side in "ab"}
+    if not any(contexts.values()):
+        contexts = {side: str(hints.get("question", "")) for side in "ab"}
+    words = {side: _tokens(answers[side]) for side in "ab"}
+    support = {side: len(words[side] & _tokens(contexts[side])) for side in "ab"}
+    winner = "A" if support["a"] > support["b"] else "B" if support["b"] > support["a"] else "tie"
+    axes = [str(a) for a in hints.get("axes") or PAIRWISE_AXES]
+    scores = {}
+    for side in "ab":
+        first = 1 + round(4 * support[side] / max(1, len(words[side])))
+        rest = 3 if winner == "tie" else 4 if winner == side.upper() else 2
+        scores[side] = {axis: first if i == 0 else rest for i, axis in enumerate(axes)}
+    reason = f"support in own contexts: A {support['a']} words, B {support['b']} words"
+    return json.dumps({"scores_a": scores["a"], "scores_b": scores["b"], "winner": winner, "reason": reason})
+
+
 def _need(hints: dict[str, Any], task: str, keys: Sequence[str]) -> None:
     missing = [k for k in keys if k not in hints]
     if missing:
@@ -141,6 +172,9 @@ def respond(request: ChatRequest) -> str:
         verdict = "FIT" if score >= FIT_THRESHOLD else "NO_FIT"
         reason = f"token overlap {score:.2f} (threshold {FIT_THRESHOLD})"
         return json.dumps({"verdict": verdict, "reason": reason})
+    if task == "pairwise":
+        _need(hints, task, ["answer_a", "answer_b"])
+        return pairwise_reply(hints)
     if task == "generate":
         return best_sentence(str(hints.get("question", "")), hints.get("contexts") or [])
     users = [m.content for m in request.messages if m.role == "user"]

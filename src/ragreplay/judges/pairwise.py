@@ -1,0 +1,243 @@
+"""The LLM pairwise judge: which of two answers (shown only as A and B) is better, scored on 1-5 axes.
+
+The judge sees the question and, for each answer, the chunks that answer was given (id, document date when
+known, text). It scores each answer 1-5 on every axis and names a winner (A, B or tie) with a short reason,
+as one JSON object. It is never told where an answer came from; position bias is handled by the caller
+(:mod:`ragreplay.judges.position` judges each pair in both orders).
+
+A reply with no readable JSON, an unknown winner, or a missing or out-of-range axis score gives
+``winner=None`` ("could not score") with the raw reply kept: it is never guessed into a decision.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ragreplay.core.ids import content_hash
+from ragreplay.errors import ConfigError
+from ragreplay.judges.pairwise_types import AxisScores, PairwiseJudgment, PairwiseSide, Winner
+from ragreplay.judges.replies import parse_json_object
+from ragreplay.ports import ChatModel
+from ragreplay.providers.base import ChatMessage, ChatRequest
+
+_AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_WINNERS: dict[str, Winner] = {"a": "A", "b": "B", "tie": "tie", "draw": "tie", "equal": "tie"}
+
+
+class Axis(BaseModel):
+    """One thing the judge scores 1-5 on each side: a short snake_case name and the rubric the judge reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    rubric: str
+
+    @field_validator("name")
+    @classmethod
+    def _snake_case(cls, value: str) -> str:
+        if not _AXIS_NAME.match(value) or value.startswith("model_"):
+            raise ValueError(
+                f"axis name {value!r} must be lowercase snake_case (letters, digits, _; at most 40 characters, "
+                "not starting with 'model_'), e.g. 'groundedness'"
+            )
+        return value
+
+
+DEFAULT_AXES: tuple[Axis, ...] = (
+    Axis(
+        name="groundedness",
+        rubric="every claim in the answer can be traced to one of the chunks retrieved for that answer",
+    ),
+    Axis(
+        name="completeness", rubric="the answer covers every part of the question that the chunks can answer"
+    ),
+    Axis(name="directness", rubric="the answer addresses the question at once, without filler or evasion"),
+    Axis(
+        name="recency",
+        rubric="where documents exist in several versions, the answer relies on and cites the most recent "
+        "version that applies",
+    ),
+)
+
+PAIRWISE_SYSTEM_TEMPLATE = """\
+You are an impartial judge. Two assistants, labelled A and B, answered the same question; each was given the
+document chunks listed under its answer. Decide which answer serves the person who asked better.
+Judge only the content. The order in which the answers are shown and their length say nothing about quality.
+Score each answer from 1 (poor) to 5 (excellent) on each axis:
+{axes}
+Then name the winner: "A", "B", or "tie" when neither is clearly better.
+Reply with one JSON object and nothing else:
+{example}"""
+
+PAIRWISE_USER_TEMPLATE = """\
+Question: {question}
+
+Answer A:
+{answer_a}
+
+Chunks retrieved for answer A:
+{chunks_a}
+
+Answer B:
+{answer_b}
+
+Chunks retrieved for answer B:
+{chunks_b}"""
+
+PROMPT_FAMILY = "pairwise-1."
+
+
+def _system_prompt(axes: Sequence[Axis]) -> str:
+    listed = "\n".join(f"- {a.name}: {a.rubric}" for a in axes)
+    scores = ", ".join(f'"{a.name}": <1-5>' for a in axes)
+    example = (
+        f'{{"scores_a": {{{scores}}}, "scores_b": {{{scores}}}, '
+        '"winner": "A" | "B" | "tie", "reason": "<one short sentence>"}'
+    )
+    return PAIRWISE_SYSTEM_TEMPLATE.format(axes=listed, example=example)
+
+
+def format_chunks(side: PairwiseSide) -> str:
+    """The side's chunks as the judge reads them: ``[n] id (date)`` then the text; a note when there are none."""
+    if not side.contexts:
+        return "(no chunks retrieved)"
+    blocks = []
+    for n, chunk in enumerate(side.contexts, start=1):
+        when = side.context_dates.get(chunk.id)
+        head = f"[{n}] {chunk.id}" + (f" (dated {when.isoformat()})" if when else "")
+        blocks.append(f"{head}\n{chunk.text if chunk.text is not None else '(text not available)'}")
+    return "\n\n".join(blocks)
+
+
+def _score(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and float(value).is_integer():
+        score = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        score = int(value.strip())
+    else:
+        return None
+    return score if 1 <= score <= 5 else None
+
+
+def _side_scores(raw: Any, axes: Sequence[Axis]) -> AxisScores | str:
+    """The side's scores, or a message naming what is missing or invalid."""
+    if not isinstance(raw, Mapping):
+        return "scores missing"
+    scores: dict[str, int] = {}
+    for axis in axes:
+        score = _score(raw.get(axis.name))
+        if score is None:
+            return f"axis {axis.name!r} missing or not 1-5: {raw.get(axis.name)!r}"
+        scores[axis.name] = score
+    return AxisScores(**scores)
+
+
+def _winner(raw: Any) -> Winner | None:
+    text = re.sub(r"^(answer|assistant)\s+", "", str(raw).strip().lower()).strip(" .\"'")
+    return _WINNERS.get(text)
+
+
+def parse_pairwise_reply(
+    text: str, axes: Sequence[Axis] = DEFAULT_AXES
+) -> tuple[Winner | None, AxisScores | None, AxisScores | None, str]:
+    """``(winner, scores_a, scores_b, reason)`` from a reply; ``winner`` is ``None`` when anything is unreadable.
+
+    Accepts ``scores_a``/``scores_b`` or ``scores: {"A": ..., "B": ...}``; numeric strings count as scores.
+    """
+    obj = parse_json_object(text)
+    if obj is None:
+        return None, None, None, "could not score: the reply holds no JSON object"
+    found = obj.get("scores")
+    nested: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    raw_a = obj.get("scores_a", nested.get("A", nested.get("a")))
+    raw_b = obj.get("scores_b", nested.get("B", nested.get("b")))
+    winner = _winner(obj.get("winner", ""))
+    if winner is None:
+        return None, None, None, f"could not score: winner missing or invalid: {obj.get('winner')!r}"
+    scores_a, scores_b = _side_scores(raw_a, axes), _side_scores(raw_b, axes)
+    if isinstance(scores_a, str) or isinstance(scores_b, str):
+        problem = scores_a if isinstance(scores_a, str) else scores_b
+        side = "A" if isinstance(scores_a, str) else "B"
+        return None, None, None, f"could not score: answer {side} {problem}"
+    return winner, scores_a, scores_b, str(obj.get("reason", "")).strip()
+
+
+class LLMPairwiseJudge:
+    """A :class:`~ragreplay.ports.PairwiseJudge` backed by any chat model (a real endpoint or the fake).
+
+    ``axes``: what to score (the four :data:`DEFAULT_AXES` unless given); they are part of the prompt version.
+    """
+
+    def __init__(self, model: ChatModel, axes: Sequence[Axis] = DEFAULT_AXES) -> None:
+        self.axes = tuple(axes)
+        if not self.axes:
+            raise ConfigError("a pairwise judge needs at least one axis. Fix: list axes, or leave them out")
+        names = [a.name for a in self.axes]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError(f"pairwise judge axes are listed twice: {duplicates}. Fix: name each axis once")
+        self._model = model
+        self.system_prompt = _system_prompt(self.axes)
+        digest = content_hash(
+            [self.system_prompt, PAIRWISE_USER_TEMPLATE, [a.model_dump() for a in self.axes]], length=8
+        )
+        self._version = PROMPT_FAMILY + digest
+
+    @property
+    def name(self) -> str:
+        """The judge model's spec."""
+        return self._model.name
+
+    @property
+    def prompt_version(self) -> str:
+        """``pairwise-1.<hash of the prompt text and axes>``."""
+        return self._version
+
+    def request(self, question: str, a: PairwiseSide, b: PairwiseSide) -> ChatRequest:
+        """The chat request that asks the model to compare ``a`` (shown as A) with ``b`` (shown as B)."""
+        user = PAIRWISE_USER_TEMPLATE.format(
+            question=question,
+            answer_a=a.answer,
+            chunks_a=format_chunks(a),
+            answer_b=b.answer,
+            chunks_b=format_chunks(b),
+        )
+        return ChatRequest(
+            messages=(
+                ChatMessage(role="system", content=self.system_prompt),
+                ChatMessage(role="user", content=user),
+            ),
+            json_mode=True,
+            prompt_version=self._version,
+            task="pairwise",
+            hints={
+                "question": question,
+                "answer_a": a.answer,
+                "answer_b": b.answer,
+                "contexts_a": [c.text or "" for c in a.contexts],
+                "contexts_b": [c.text or "" for c in b.contexts],
+                "axes": [axis.name for axis in self.axes],
+            },
+        )
+
+    async def judge(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairwiseJudgment:
+        """Judge one ordering. Provider failures propagate; an unreadable reply gives ``winner=None``."""
+        response = await self._model.complete(self.request(question, a, b))
+        winner, scores_a, scores_b, reason = parse_pairwise_reply(response.text, self.axes)
+        return PairwiseJudgment(
+            winner=winner,
+            scores_a=scores_a,
+            scores_b=scores_b,
+            reason=reason,
+            judge=self.name,
+            prompt_version=self._version,
+            raw=response.text,
+            tokens=response.usage,
+            cost_usd=response.cost_usd,
+        )
