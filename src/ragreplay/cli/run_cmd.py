@@ -13,7 +13,6 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
@@ -33,16 +32,13 @@ def progress_bar() -> Progress:
     """A progress bar with counts, rate, ETA, cost so far and errors."""
     return Progress(
         TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=16),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} cases/s"),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[rate]}/s"),
         TextColumn("ETA"),
         TimeRemainingColumn(),
         TextColumn("${task.fields[cost]:.4f}"),
-        TextColumn(
-            "[red]{task.fields[errors]} err[/red] [magenta]{task.fields[unscorable]} unscorable[/magenta]"
-        ),
+        TextColumn("[red]{task.fields[errors]} err[/red] [magenta]{task.fields[unscorable]} unsc.[/magenta]"),
         console=console,
     )
 
@@ -57,15 +53,13 @@ async def run_replay(
 ) -> RunRecord:
     """Plan (or resume) a run and execute it with a live progress bar (shown once the run is planned)."""
     bar = progress_bar()
-    task = bar.add_task(
-        f"replaying through {target.name}", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0
-    )
+    task = bar.add_task("replay", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0)
 
     def on_plan(run: RunRecord, resumed: bool) -> None:
         if resumed:
             console.print(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)")
         else:
-            console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases")
+            console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}")
         bar.start()
 
     def on_progress(p: engine.Progress) -> None:
