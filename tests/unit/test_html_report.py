@@ -105,3 +105,9 @@ def test_html_names_a_local_judge_and_what_it_cannot_tell() -> None:
     assert 'id="judge-note"' in render(_summary("local:fit"), "html")
     assert "cannot reliably tell" in render(_summary("local:fit"), "html")
     assert 'id="judge-note"' not in render(_summary("openai:gpt-4.1-mini"), "html")
+
+
+def test_every_format_says_what_a_local_judge_cannot_tell() -> None:
+    for fmt in ("text", "md", "html"):
+        assert "cannot reliably tell" in " ".join(render(_summary("local:fit"), fmt).split()), fmt
+        assert "cannot reliably tell" not in render(_summary("openai:gpt-4.1-mini"), fmt), fmt

@@ -6,21 +6,15 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ragreplay.core.summary import RunSummary
 from ragreplay.core.types import Verdict
-from ragreplay.report.labels import RATE_LABELS, VERDICT_MEANING, header_lines, pct, rate_of, rate_text
-
-JUDGE_NOTES = {
-    "local:": (
-        "This run was judged by ragreplay's local judge: calibrated text signals (embedding similarity, token "
-        "overlap, mismatched numbers, dates, negations and names), no language model. It catches changed facts "
-        "and refusals; it cannot reliably tell a paraphrase that contradicts the old answer from one that agrees. "
-        "Cases where its signals disagree are left unscorable. For a semantic judge, run with "
-        "--judge provider:model."
-    ),
-    "fake:": (
-        "This run was judged by the shipped deterministic fake model (word overlap). It shows the pipeline "
-        "working; it is not a semantic judge."
-    ),
-}
+from ragreplay.report.labels import (
+    RATE_LABELS,
+    VERDICT_MEANING,
+    header_lines,
+    judge_caveat,
+    pct,
+    rate_of,
+    rate_text,
+)
 
 
 def _environment() -> Environment:
@@ -37,9 +31,7 @@ def _environment() -> Environment:
 
 def render_html(summary: RunSummary, examples: int | None = None) -> str:
     """The report as one HTML page. ``examples`` limits the case list (``None``: every case)."""
-    judge_note = next(
-        (note for prefix, note in JUDGE_NOTES.items() if summary.run.judge_name.startswith(prefix)), ""
-    )
+    judge_note = judge_caveat(summary)
     cases = summary.cases if examples is None else summary.cases[:examples]
     rates = [(label, rate_of(summary.rates, key), hint) for key, label, hint in RATE_LABELS]
     return (

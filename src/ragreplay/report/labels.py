@@ -12,6 +12,26 @@ VERDICT_MEANING = {
     Verdict.BAD_NO_FIT: "disliked before, different answer now: possible fix, review",
 }
 
+JUDGE_NOTES = {
+    "local:": (
+        "This run was judged by ragreplay's local judge: calibrated text signals (embedding similarity, token "
+        "overlap, mismatched numbers, dates, negations and names), no language model. It catches changed facts "
+        "and refusals; it cannot reliably tell a paraphrase that contradicts the old answer from one that agrees. "
+        "Cases where its signals disagree are left unscorable. For a semantic judge, run with "
+        "--judge provider:model."
+    ),
+    "fake:": (
+        "This run was judged by the shipped deterministic fake model (word overlap). It shows the pipeline "
+        "working; it is not a semantic judge."
+    ),
+}
+
+
+def judge_caveat(s: RunSummary) -> str:
+    """What the run's judge can and cannot tell, when it is not a language model; else an empty string."""
+    return next((note for prefix, note in JUDGE_NOTES.items() if s.run.judge_name.startswith(prefix)), "")
+
+
 RATE_LABELS = (
     ("good_maintenance", "good maintenance", "GOOD answers kept (want high)"),
     ("good_change", "good change", "GOOD answers changed"),

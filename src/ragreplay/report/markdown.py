@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from ragreplay.core.summary import CaseRow, RunSummary
 from ragreplay.core.types import Verdict
-from ragreplay.report.labels import RATE_LABELS, VERDICT_MEANING, header_lines, rate_of, rate_text, truncate
+from ragreplay.report.labels import (
+    RATE_LABELS,
+    VERDICT_MEANING,
+    header_lines,
+    judge_caveat,
+    rate_of,
+    rate_text,
+    truncate,
+)
 
 
 def _cell(text: str) -> str:
@@ -45,6 +53,8 @@ def render_markdown(s: RunSummary, examples: int = 10) -> str:
     """The report as Markdown."""
     lines = [f"# ragreplay run {s.run.id}", ""]
     lines += [f"- **{label}**: {_cell(value)}" for label, value in header_lines(s)]
+    if judge_caveat(s):
+        lines += ["", f"> {judge_caveat(s)}"]
     lines += ["", "## Verdicts", "", "| verdict | count | meaning |", "|---|---:|---|"]
     lines += [f"| {v} | {s.rates.counts[v]} | {VERDICT_MEANING[v]} |" for v in Verdict]
     lines += [

@@ -11,7 +11,15 @@ from rich.text import Text
 
 from ragreplay.core.summary import CaseRow, RunSummary
 from ragreplay.core.types import Verdict
-from ragreplay.report.labels import RATE_LABELS, VERDICT_MEANING, header_lines, rate_of, rate_text, truncate
+from ragreplay.report.labels import (
+    RATE_LABELS,
+    VERDICT_MEANING,
+    header_lines,
+    judge_caveat,
+    rate_of,
+    rate_text,
+    truncate,
+)
 
 
 def _cases_table(title: str, rows: list[CaseRow], limit: int) -> Table:
@@ -43,6 +51,8 @@ def build_renderable(s: RunSummary, examples: int = 5) -> Group:
     for label, value in header_lines(s):
         head.add_row(label, value)
     parts.append(head)
+    if judge_caveat(s):
+        parts.append(Text(judge_caveat(s), style="yellow"))
 
     verdicts = Table(title="Verdicts")
     verdicts.add_column("verdict")

@@ -1,0 +1,34 @@
+"""A comparison as Markdown."""
+
+from __future__ import annotations
+
+from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_comparison_markdown(summary: ComparisonSummary) -> str:
+    """Header, grid, per-tag table and warnings as a Markdown document."""
+    lines = [
+        f"# Comparison: {summary.champion} (champion) vs {', '.join(s.name for s in summary.challengers)}",
+        "",
+    ]
+    lines += [f"- **{key}**: {_cell(value)}" for key, value in header_lines(summary)]
+    lines += ["", "## Champion vs each challenger", ""]
+    grid = [[label, *cells] for label, cells in grid_rows(summary)]
+    lines += _table(["figure", *(s.name for s in summary.challengers)], grid)
+    lines += ["", "## By tag", ""]
+    lines += _table(list(TAG_COLUMNS), tag_rows(summary))
+    if summary.warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- {_cell(w)}" for w in summary.warnings]
+    return "\n".join(lines) + "\n"
