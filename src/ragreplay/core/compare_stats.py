@@ -179,6 +179,7 @@ class PositionFigures(_Frozen):
     ties: int
     favoured: Literal["A", "B"] | None
     p_value: float | None
+    unscorable: int = 0
 
 
 class LatencyFigures(_Frozen):

@@ -1,0 +1,203 @@
+"""Champion vs challengers on the same cases: every side answers, then agreement and blind preference per pair.
+
+The pairwise judge only ever receives two :class:`PairwiseSide` objects (answer, contexts, context dates): it is
+never told which one is the champion. Which side it sees first is decided by :func:`judge_pair`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from ragreplay.compare.hygiene import expected_language, is_wrong_language
+from ragreplay.core.compare_stats import CompareRow, Preferred
+from ragreplay.core.types import Answer, Case, Fit
+from ragreplay.errors import RagreplayError
+from ragreplay.judges.pairwise_types import PairwiseSide
+from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
+from ragreplay.ports import Judge, PairwiseJudge, Target
+
+CaseCallback = Callable[[Case, list[CompareRow], dict[str, PairOutcome]], Awaitable[None] | None]
+
+_PREFERRED: dict[SideWinner, Preferred] = {"x": "champion", "y": "challenger", "tie": "tie"}
+
+
+@dataclass
+class ComparisonSetup:
+    """What a comparison runs: the champion, the challengers by name, both judges and the order mode."""
+
+    champion: Target
+    challengers: Mapping[str, Target]
+    pairwise: PairwiseJudge
+    fit_judge: Judge
+    order: OrderMode = "both"
+    seed: int | None = None
+    concurrency: int = 8
+
+
+@dataclass
+class ComparisonOutcome:
+    """Per-case rows and pair outcomes of a comparison, and the generating models the answers named."""
+
+    rows: list[CompareRow] = field(default_factory=list)
+    outcomes: dict[str, list[PairOutcome]] = field(default_factory=dict)
+    generators: dict[str, str] = field(default_factory=dict)
+
+
+def document_dates(target: Target) -> dict[str, date]:
+    """Document id -> effective date, for targets over a dated corpus (the built-in RAG); else empty."""
+    corpus = getattr(target, "corpus", None)
+    documents = getattr(corpus, "documents", ())
+    return {d.id: d.effective_date for d in documents if getattr(d, "effective_date", None) is not None}
+
+
+def side_of(answer: Answer, dates: Mapping[str, date]) -> PairwiseSide:
+    """What the pairwise judge sees of one answer: its text, its chunks and, when known, their dates."""
+    context_dates = {}
+    for chunk in answer.contexts:
+        doc = chunk.id.rsplit("#", 1)[0]
+        if doc in dates:
+            context_dates[chunk.id] = dates[doc]
+    return PairwiseSide(answer=answer.text, contexts=list(answer.contexts), context_dates=context_dates)
+
+
+async def answer_safely(target: Target, question: str, case: Case) -> Answer:
+    """The target's answer; an exception becomes ``Answer.error`` (a failing side never stops the run)."""
+    start = time.perf_counter()
+    try:
+        answer = await target.answer(question, case)
+    except RagreplayError:
+        raise
+    except Exception as exc:  # any other target failure is recorded on the row, never dropped
+        return Answer(text="", error=f"{type(exc).__name__}: {exc}", latency_ms=_since(start))
+    if answer.latency_ms is None:
+        answer = answer.model_copy(update={"latency_ms": _since(start)})
+    return answer
+
+
+def _since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+def _rng(seed: int | None, case_id: str, name: str) -> random.Random:
+    # Seeded per case and challenger so a resumed or reordered run draws the same order for each pair.
+    return random.Random(f"{seed}:{case_id}:{name}") if seed is not None else random.Random()
+
+
+async def _judge_one(
+    setup: ComparisonSetup,
+    case: Case,
+    question: str,
+    name: str,
+    champion: Answer,
+    challenger: Answer,
+    dates: Mapping[str, Mapping[str, date]],
+) -> tuple[CompareRow, PairOutcome | None]:
+    expected = expected_language(question, case.tags)
+    base: dict[str, Any] = {
+        "case_id": case.id,
+        "challenger": name,
+        "question": question,
+        "tags": dict(case.tags),
+        "champion_answer": champion.text,
+        "challenger_answer": challenger.text,
+        "champion_latency_ms": champion.latency_ms,
+        "challenger_latency_ms": challenger.latency_ms,
+        "champion_cost_usd": champion.cost_usd,
+        "challenger_cost_usd": challenger.cost_usd,
+        "champion_wrong_language": is_wrong_language(champion.text, expected),
+        "challenger_wrong_language": is_wrong_language(challenger.text, expected),
+    }
+    errors = [f"{side}: {a.error}" for side, a in (("champion", champion), (name, challenger)) if a.error]
+    if errors:
+        return CompareRow(**base, error="; ".join(errors)), None
+    # Agreement: the champion's answer plays the old answer, the challenger's the new one.
+    as_old = case.model_copy(update={"old_answer": champion.text, "retrieved": champion.contexts})
+    fit_task = setup.fit_judge.judge(as_old, question, challenger)
+    pair_task = judge_pair(
+        setup.pairwise,
+        question,
+        side_of(champion, dates["champion"]),
+        side_of(challenger, dates[name]),
+        setup.order,
+        _rng(setup.seed, case.id, name),
+    )
+    judgment, outcome = await asyncio.gather(fit_task, pair_task, return_exceptions=True)
+    reasons: list[str] = []
+    agreement = Fit.UNSCORABLE
+    if isinstance(judgment, BaseException):
+        _reraise_fatal(judgment)
+        reasons.append(f"FIT judge failed: {type(judgment).__name__}: {judgment}")
+    elif judgment.fit in (Fit.FIT, Fit.NO_FIT):
+        agreement = judgment.fit
+    if isinstance(outcome, BaseException):
+        # A judge that fails is "could not score" for this pair, never a crash of the whole comparison.
+        _reraise_fatal(outcome)
+        reasons.append(f"pairwise judge failed: {type(outcome).__name__}: {outcome}")
+        return CompareRow(**base, agreement=agreement, reason=" | ".join(reasons)), None
+    reasons += [j.reason for _, j in outcome.judgments if j.reason]
+    row = CompareRow(
+        **base,
+        agreement=agreement,
+        preference=_PREFERRED[outcome.winner] if outcome.winner is not None else None,
+        consistent=outcome.consistent,
+        reason=" | ".join(reasons),
+    )
+    return row, outcome
+
+
+def _reraise_fatal(exc: BaseException) -> None:
+    """Cancellation, Ctrl-C and user errors stop the comparison; other judge failures are recorded."""
+    if not isinstance(exc, Exception) or isinstance(exc, RagreplayError):
+        raise exc
+
+
+async def compare_cases(
+    setup: ComparisonSetup,
+    cases: Sequence[Case],
+    questions: Mapping[str, str],
+    on_case: CaseCallback | None = None,
+) -> ComparisonOutcome:
+    """Answer every case with every side and judge each challenger against the champion.
+
+    At most ``setup.concurrency`` cases are in flight. ``on_case(case, rows, outcomes)`` is called (awaited
+    when it returns an awaitable) as each case finishes, for progress and persistence.
+    """
+    result = ComparisonOutcome(outcomes={name: [] for name in setup.challengers})
+    sides: dict[str, Target] = {"champion": setup.champion, **setup.challengers}
+    dates = {name: document_dates(target) for name, target in sides.items()}
+    limit = asyncio.Semaphore(setup.concurrency)
+
+    async def one(case: Case) -> None:
+        async with limit:
+            question = questions.get(case.id, case.query)
+            answers = await asyncio.gather(*(answer_safely(t, question, case) for t in sides.values()))
+            by_side = dict(zip(sides, answers, strict=True))
+            for name, answer in by_side.items():
+                if model := answer.extra.get("model"):
+                    result.generators.setdefault(name, str(model))
+            judged = await asyncio.gather(
+                *(
+                    _judge_one(setup, case, question, name, by_side["champion"], by_side[name], dates)
+                    for name in setup.challengers
+                )
+            )
+        rows = [row for row, _ in judged]
+        outcomes = {name: o for name, (_, o) in zip(setup.challengers, judged, strict=True) if o is not None}
+        result.rows.extend(rows)
+        for name, outcome in outcomes.items():
+            result.outcomes[name].append(outcome)
+        if on_case is not None:
+            maybe = on_case(case, rows, outcomes)
+            if maybe is not None:
+                await maybe
+
+    await asyncio.gather(*(one(c) for c in cases))
+    order = {c.id: i for i, c in enumerate(cases)}
+    result.rows.sort(key=lambda r: (order[r.case_id], r.challenger))
+    return result

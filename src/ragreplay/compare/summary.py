@@ -1,0 +1,87 @@
+"""The report-ready summary of a comparison: the grid of champion vs each challenger, rows and warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from ragreplay.compare.hygiene import same_family_warnings
+from ragreplay.core.compare_stats import ChallengerSummary, CompareRow, PositionFigures, summarize_challenger
+from ragreplay.judges.position import OrderMode, PairOutcome, position_stats
+
+
+class ComparisonSummary(BaseModel):
+    """Everything a comparison report shows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None = None
+    champion: str
+    challengers: list[ChallengerSummary]
+    judge: str
+    judge_prompt_version: str
+    fit_judge: str
+    order: OrderMode
+    seed: int | None = None
+    cases: str
+    n_cases: int
+    warnings: list[str]
+    rows: list[CompareRow]
+
+
+def build_summary(
+    *,
+    champion: str,
+    challenger_names: Sequence[str],
+    rows: Sequence[CompareRow],
+    outcomes: Mapping[str, Sequence[PairOutcome]],
+    judge: str,
+    judge_prompt_version: str,
+    fit_judge: str,
+    order: OrderMode,
+    cases: str,
+    n_cases: int,
+    generators: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    comparison_id: str | None = None,
+    judge_specs: Sequence[str] | None = None,
+) -> ComparisonSummary:
+    """Summarise per-case rows and pair outcomes into the grid, with hygiene and order-mode warnings.
+
+    ``judge_specs``: the judges' model specs for the same-family check (default: ``judge`` and ``fit_judge``).
+    """
+    summaries = []
+    for name in challenger_names:
+        mine = [r for r in rows if r.challenger == name]
+        pairs = outcomes.get(name, [])
+        position = PositionFigures.model_validate(position_stats(pairs).model_dump()) if pairs else None
+        summaries.append(summarize_challenger(name, mine, position))
+    warnings = same_family_warnings(judge_specs or [judge, fit_judge], generators or {})
+    if order == "random":
+        warnings.append(
+            "the pairwise judge ran in single random order mode: one ordering per pair, so order consistency "
+            "is not measured and position bias is only balanced on average. Use --order both to measure it"
+        )
+    wrong = sum(s.champion_wrong_language + s.challenger_wrong_language for s in summaries)
+    if wrong:
+        warnings.append(
+            f"hygiene.wrong_language: {wrong} answer(s) are not in the language of the question; judges "
+            "tend to under-penalise this, see the wrong-language counts"
+        )
+    for s in summaries:
+        warnings.extend(s.warnings)
+    return ComparisonSummary(
+        id=comparison_id,
+        champion=champion,
+        challengers=summaries,
+        judge=judge,
+        judge_prompt_version=judge_prompt_version,
+        fit_judge=fit_judge,
+        order=order,
+        seed=seed,
+        cases=cases,
+        n_cases=n_cases,
+        warnings=warnings,
+        rows=list(rows),
+    )
