@@ -7,7 +7,7 @@ import sys
 import typer
 from rich.text import Text
 
-from ragreplay.cli import compare_cmd, demo_cmd, ingest_cmd, report_cmd, run_cmd, schema_cmd
+from ragreplay.cli import compare_cmd, demo_cmd, ingest_cmd, report_cmd, run_cmd, schema_cmd, triage_cmd
 from ragreplay.cli.common import err_console
 from ragreplay.errors import RagreplayError
 
@@ -26,6 +26,7 @@ app.command()(report_cmd.sources)
 app.command()(demo_cmd.demo)
 app.command()(schema_cmd.schema)
 app.command()(compare_cmd.compare)
+app.command()(triage_cmd.triage)
 
 
 def main(argv: list[str] | None = None) -> int:
