@@ -167,8 +167,9 @@ async def calibrate_pairwise(
     judge, counter = build_pairwise_judge(spec, factory)
 
     async def one(row: dict[str, Any]) -> Any:
-        a, b = PairwiseSide(answer=row["answer_a"]), PairwiseSide(answer=row["answer_b"])
-        return await judge_pair(judge, row["question"], a, b, mode="both")
+        # a few PandaLM answers are JSON literals (true, numbers): judge them as the text they show
+        a, b = PairwiseSide(answer=str(row["answer_a"])), PairwiseSide(answer=str(row["answer_b"]))
+        return await judge_pair(judge, str(row["question"]), a, b, mode="both")
 
     outcomes = await bounded(rows, conc, one)
     as_label = {"x": "A", "y": "B", "tie": "tie"}

@@ -100,3 +100,23 @@ def test_user_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     assert (
         unknown.returncode == 2 and "provider:model" in unknown.stderr and "Traceback" not in unknown.stderr
     )
+
+
+def test_pairwise_rows_with_non_text_answers_are_judged_as_text(tmp_path: Path) -> None:
+    # PandaLM holds a few answers that are JSON literals (true, 42); they must not crash the run
+    rows = [
+        {
+            "id": "p1",
+            "question": "Is water wet?",
+            "answer_a": True,
+            "answer_b": "Yes, water is wet.",
+            "label": "B",
+        },
+        {"id": "p2", "question": "2 * 21?", "answer_a": 42, "answer_b": "forty-two", "label": "tie"},
+    ]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = run_script(
+        "--task", "pairwise", "--judge", "fake:default", "--data", str(data), "--db", str(tmp_path / "c.db")
+    )
+    assert table(out.stdout)["n"] == "2"
