@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,59 @@ def test_pairwise_rows_with_non_text_answers_are_judged_as_text(tmp_path: Path) 
         "--task", "pairwise", "--judge", "fake:default", "--data", str(data), "--db", str(tmp_path / "c.db")
     )
     assert table(out.stdout)["n"] == "2"
+
+
+def test_fit_calibration_against_an_openai_compatible_endpoint(tmp_path: Path) -> None:
+    # the real-endpoint path: a provider from a settings file, over HTTP, with prices, to the loopback mock
+    from mock_openai_server import run_in_thread
+
+    base_url, stop = run_in_thread(latency_ms=1)
+    try:
+        rows = [
+            {
+                "id": f"n{i}",
+                "qid": str(i),
+                "question": f"q{i}?",
+                "reference": [f"gold {i}"],
+                "candidate": f"cand {i}",
+                "label": i % 2 == 0,
+            }
+            for i in range(6)
+        ]
+        data = tmp_path / "fit.jsonl"
+        data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        config = tmp_path / "settings.yaml"
+        config.write_text(
+            f"providers:\n  mock:\n    base_url: {base_url}\n    max_retries: 0\n"
+            "prices:\n  'mock:judge-model': {input_per_mtok: 1.0, output_per_mtok: 2.0}\n",
+            encoding="utf-8",
+        )
+        env = {k: v for k, v in os.environ.items() if k != "RAGREPLAY_BLOCK_REAL_MODELS"}
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "calibrate_judge.py"),
+                "--task",
+                "fit",
+                "--judge",
+                "mock:judge-model",
+                "--config",
+                str(config),
+                "--data",
+                str(data),
+                "--db",
+                str(tmp_path / "c.db"),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+            env=env,
+        ).stdout
+    finally:
+        stop()
+    result = table(out)
+    assert result["n"] == "6" and result["model calls"] == "6"
+    assert int(result["scored"]) == 6  # the mock always answers FIT, in JSON
+    assert float(result["accuracy (scored)"].split()[0]) == pytest.approx(0.5)
+    assert float(result["cost (USD)"]) > 0
