@@ -169,7 +169,14 @@ class CompareRow(_Frozen):
 
 
 class PositionFigures(_Frozen):
-    """Position bias of the pairwise judge (mirrors the judge layer's position statistics)."""
+    """Position bias of a pairwise judge over many pairs (``judges.position.position_stats`` computes it).
+
+    ``consistent`` / ``consistency_rate``: pairs judged in both orders whose orders agreed, out of the scored
+    both-order pairs (``None`` when there are none). ``a_wins`` / ``b_wins`` / ``ties``: over every scored
+    judgment (each ordering counts), how often the answer shown first (A) or second (B) won, or a tie.
+    ``p_value``: exact two-sided binomial test of ``a_wins`` against ``b_wins`` (ties left out) with p = 1/2;
+    ``favoured`` names the position that wins more when ``p_value < 0.05``. ``unscorable``: pairs with no winner.
+    """
 
     n_pairs: int
     consistent: int

@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Coroutine, Sequence
-from math import comb
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ragreplay.core.compare_stats import PositionFigures, sign_test_p
 from ragreplay.errors import ConfigError
 from ragreplay.judges.pairwise_types import PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.ports import PairwiseJudge
@@ -112,38 +112,15 @@ async def judge_pair(
     raise ConfigError(f"pairwise order mode {mode!r} is not known. Fix: use 'both' or 'random'")
 
 
-class PositionStats(BaseModel):
-    """Position bias over many pairs.
-
-    ``consistent`` / ``consistency_rate``: pairs judged in both orders whose orders agreed, out of the scored
-    both-order pairs (``None`` when there are none). ``a_wins`` / ``b_wins`` / ``ties``: over every scored
-    judgment (each ordering counts), how often the answer shown first (A) or second (B) won, or a tie.
-    ``p_value``: exact two-sided binomial test of ``a_wins`` against ``b_wins`` (ties left out) with p = 1/2;
-    ``favoured`` names the position that wins more when ``p_value < 0.05``. ``unscorable``: pairs with no winner.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    n_pairs: int
-    consistent: int
-    consistency_rate: float | None
-    a_wins: int
-    b_wins: int
-    ties: int
-    favoured: Literal["A", "B"] | None
-    p_value: float | None
-    unscorable: int = 0
+PositionStats = PositionFigures
+"""Position bias over many pairs (the type lives in the pure core so reports can use it); see
+:class:`ragreplay.core.compare_stats.PositionFigures` for the meaning of each field."""
 
 
 def binomial_two_sided(k: int, n: int) -> float:
     """Exact two-sided binomial test p-value of ``k`` successes in ``n`` trials with p = 1/2 (1.0 for n = 0)."""
-    if n < 0 or not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return 1.0
-    # With p = 1/2 the distribution is symmetric: both tails at least as extreme as k are equal.
-    tail = sum(comb(n, i) for i in range(min(k, n - k) + 1))
-    return min(1.0, 2 * tail / 2**n)
+    p_value = sign_test_p(k, n)
+    return 1.0 if p_value is None else p_value
 
 
 def position_stats(outcomes: Sequence[PairOutcome]) -> PositionStats:
