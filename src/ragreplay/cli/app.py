@@ -26,6 +26,8 @@ app.command()(report_cmd.sources)
 app.command()(demo_cmd.demo)
 app.command()(schema_cmd.schema)
 app.command()(compare_cmd.compare)
+app.command(name="compare-report")(compare_cmd.compare_report)
+app.command()(compare_cmd.comparisons)
 app.command()(triage_cmd.triage)
 
 

@@ -1,4 +1,5 @@
-"""`ragreplay compare`: champion vs one or more challengers on the same cases, judged blind in both orders."""
+"""`ragreplay compare`: champion vs one or more challengers on the same cases, judged blind in both orders;
+`ragreplay comparisons` and `ragreplay compare-report` list and re-show the stored ones."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import Annotated, cast
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from ragreplay.cli.common import console, err_console, open_store, settings_from
 from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.service import default_fit_judge, load_targets, parse_challengers, run_comparison
+from ragreplay.compare.stored import show_comparison
 from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
@@ -23,6 +26,7 @@ from ragreplay.report.compare_json import FORMATS, render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings
 from ragreplay.store import Store
+from ragreplay.store.comparisons import ComparisonRecord
 from ragreplay.writer import StoreWriter
 
 ORDERS = ("both", "random")
@@ -39,6 +43,7 @@ async def _run(
     fit_judge: str,
     order: OrderMode,
     seed: int | None,
+    fresh: bool,
 ) -> ComparisonSummary:
     champion_target, challenger_targets = load_targets(champion, challengers)
     questions = questions_for(store, cases)
@@ -52,6 +57,20 @@ async def _run(
     )
     task = bar.add_task(f"comparing {len(challengers)} challenger(s)", total=len(cases))
 
+    def on_plan(record: ComparisonRecord, n_done: int, reused: bool) -> None:
+        if reused and n_done == len(cases):
+            err_console.print(
+                f"comparison {record.id} has every case already: shown from the store "
+                "(--fresh starts a new one)",
+                highlight=False,
+            )
+        elif reused:
+            err_console.print(
+                f"resuming comparison {record.id}: {n_done} of {len(cases)} cases already compared",
+                highlight=False,
+            )
+        bar.update(task, completed=n_done)
+
     def on_case(*_: object) -> None:
         bar.advance(task)
 
@@ -60,6 +79,7 @@ async def _run(
         try:
             with bar:
                 return await run_comparison(
+                    store=store,
                     factory=factory,
                     champion=champion_target,
                     challengers=challenger_targets,
@@ -72,9 +92,18 @@ async def _run(
                     seed=seed,
                     concurrency=settings.concurrency,
                     on_case=on_case,
+                    on_plan=on_plan,
+                    fresh=fresh,
                 )
         finally:
             await factory.aclose()
+
+
+def _print(summary: ComparisonSummary, fmt: str) -> None:
+    if fmt == "text":
+        console.print(build_comparison_renderable(summary))
+    else:
+        sys.stdout.write(render_comparison(summary, fmt))
 
 
 def compare(
@@ -94,10 +123,13 @@ def compare(
     seed: Annotated[int | None, typer.Option(help="Seed for the random order mode")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Cases in flight at once [default: 16]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start a new comparison instead of resuming the stored one")
+    ] = False,
 ) -> None:
     """Answer the same cases with the champion and each challenger; report agreement (do they reach the same
     answer?) and blind judge preference (when they disagree, who wins?), with intervals, per tag, latency and
-    cost."""
+    cost. Every case is saved as it finishes: the same command again resumes (or re-shows) that comparison."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if order not in ORDERS:
@@ -120,9 +152,56 @@ def compare(
                 fit_judge or default_fit_judge(judge),
                 cast(OrderMode, order),
                 seed,
+                fresh,
             )
         )
-    if fmt == "text":
-        console.print(build_comparison_renderable(summary))
-    else:
-        sys.stdout.write(render_comparison(summary, fmt))
+    _print(summary, fmt)
+
+
+def compare_report(
+    comparison_id: Annotated[str, typer.Argument(help="Comparison id or a unique prefix of it")],
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Show a stored comparison again, from its saved rows: no target nor judge is called."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        summary = show_comparison(store, comparison_id)
+    _print(summary, fmt)
+
+
+def comparisons(
+    limit: Annotated[int, typer.Option(help="Newest N comparisons")] = 20,
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """List stored comparisons, newest first, with their status, sides and judges."""
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        records = store.list_comparisons(limit=limit)
+        counts = store.compared_case_counts([r.id for r in records])
+    if not records:
+        console.print(
+            "no comparisons yet: start one with `ragreplay compare --champion ... --challenger ...`"
+        )
+        return
+    table = Table(title=f"comparisons in {settings.db}")
+    table.add_column("comparison", no_wrap=True)  # ids are copied from here: never cut them
+    for col in ("created", "status", "done/total", "champion", "challengers", "judge", "cases"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        cfg = r.config
+        table.add_row(
+            r.id,
+            f"{r.created_at:%Y-%m-%d %H:%M}",
+            str(r.status),
+            f"{counts.get(r.id, 0)}/{r.n_cases}",
+            cfg["champion"]["name"],
+            ", ".join(c["name"] for c in cfg["challengers"]),
+            f"{cfg['judge']['name']} ({cfg['judge']['prompt_version']}), order {cfg['order']}",
+            cfg["cases"],
+        )
+    console.print(table)

@@ -22,7 +22,11 @@ from ragreplay.judges.pairwise_types import PairwiseSide
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge, Target
 
-CaseCallback = Callable[[Case, list[CompareRow], dict[str, PairOutcome]], Awaitable[None] | None]
+CaseCallback = Callable[
+    [Case, list[CompareRow], dict[str, PairOutcome], dict[str, str]], Awaitable[None] | None
+]
+"""``on_case(case, rows, outcomes, generators)``: a case is done; ``generators`` maps each side whose answer
+named its model to that model."""
 
 _PREFERRED: dict[SideWinner, Preferred] = {"x": "champion", "y": "challenger", "tie": "tie"}
 
@@ -165,8 +169,8 @@ async def compare_cases(
 ) -> ComparisonOutcome:
     """Answer every case with every side and judge each challenger against the champion.
 
-    At most ``setup.concurrency`` cases are in flight. ``on_case(case, rows, outcomes)`` is called (awaited
-    when it returns an awaitable) as each case finishes, for progress and persistence.
+    At most ``setup.concurrency`` cases are in flight. ``on_case(case, rows, outcomes, generators)`` is called
+    (awaited when it returns an awaitable) as each case finishes, for progress and persistence.
     """
     result = ComparisonOutcome(outcomes={name: [] for name in setup.challengers})
     sides: dict[str, Target] = {"champion": setup.champion, **setup.challengers}
@@ -178,9 +182,9 @@ async def compare_cases(
             question = questions.get(case.id, case.query)
             answers = await asyncio.gather(*(answer_safely(t, question, case) for t in sides.values()))
             by_side = dict(zip(sides, answers, strict=True))
-            for name, answer in by_side.items():
-                if model := answer.extra.get("model"):
-                    result.generators.setdefault(name, str(model))
+            generators = {name: str(a.extra["model"]) for name, a in by_side.items() if a.extra.get("model")}
+            for name, model in generators.items():
+                result.generators.setdefault(name, model)
             judged = await asyncio.gather(
                 *(
                     _judge_one(setup, case, question, name, by_side["champion"], by_side[name], dates)
@@ -193,7 +197,7 @@ async def compare_cases(
         for name, outcome in outcomes.items():
             result.outcomes[name].append(outcome)
         if on_case is not None:
-            maybe = on_case(case, rows, outcomes)
+            maybe = on_case(case, rows, outcomes, generators)
             if maybe is not None:
                 await maybe
 

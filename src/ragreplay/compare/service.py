@@ -1,19 +1,26 @@
-"""The whole `ragreplay compare` job: build the judges and targets, answer and judge every case, summarise."""
+"""The whole `ragreplay compare` job: build the judges and targets, answer and judge every case not yet stored,
+summarise from the store."""
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ragreplay.compare.runner import CaseCallback, ComparisonSetup, compare_cases
-from ragreplay.compare.summary import ComparisonSummary, build_summary
+from ragreplay.compare.stored import comparison_config, plan_comparison, row_records, summary_from_store
+from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
-from ragreplay.judges.position import OrderMode
+from ragreplay.judges.position import OrderMode, PairOutcome
 from ragreplay.ports import Judge, PairwiseJudge, Target
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.service import build_judge
+from ragreplay.store import Store
+from ragreplay.store.comparisons import ComparisonRecord, ComparisonStatus
 from ragreplay.targets.loader import load_target
 
 LOCAL_PAIRWISE_SPECS = ("local", "local:pairwise")
@@ -74,8 +81,13 @@ def load_targets(champion: Path, challengers: Mapping[str, Path]) -> tuple[Targe
     return load_target(champion), {name: load_target(path) for name, path in challengers.items()}
 
 
+PlanCallback = Callable[[ComparisonRecord, int, bool], None]
+"""``on_plan(comparison, n_already_done, reused)``: called once the comparison to fill is known."""
+
+
 async def run_comparison(
     *,
+    store: Store,
     factory: ModelFactory,
     champion: Target,
     challengers: Mapping[str, Target],
@@ -88,36 +100,83 @@ async def run_comparison(
     seed: int | None = None,
     concurrency: int = 8,
     on_case: CaseCallback | None = None,
+    on_plan: PlanCallback | None = None,
+    fresh: bool = False,
 ) -> ComparisonSummary:
-    """Answer and judge ``cases`` with every side and return the summary; targets are closed at the end."""
-    pairwise = build_pairwise_judge(judge_spec, factory)
-    fit_judge = build_fit_judge(fit_judge_spec, factory)
-    setup = ComparisonSetup(
-        champion=champion,
-        challengers=challengers,
-        pairwise=pairwise,
-        fit_judge=fit_judge,
-        order=order,
-        seed=seed,
-        concurrency=concurrency,
-    )
+    """Compare on ``cases`` and return the summary, built from the stored rows; targets are closed at the end.
+
+    The same configuration on the same cases fills the newest such comparison in ``store`` (unless ``fresh``):
+    cases whose rows are saved already are not answered nor judged again. Each case's rows are saved as soon
+    as it is done; the comparison is marked ``done`` at the end, ``interrupted`` on any exception or Ctrl-C.
+    """
     try:
-        outcome = await compare_cases(setup, cases, questions, on_case)
+        pairwise = build_pairwise_judge(judge_spec, factory)
+        fit_judge = build_fit_judge(fit_judge_spec, factory)
+        config = comparison_config(
+            champion=champion,
+            challengers=challengers,
+            pairwise=pairwise,
+            fit_judge=fit_judge,
+            judge_spec=judge_spec,
+            fit_judge_spec=fit_judge_spec,
+            order=order,
+            seed=seed,
+            cases_label=cases_label,
+        )
+        record, reused = plan_comparison(store, config, [c.id for c in cases], fresh)
+        saved = store.comparison_row_keys(record.id)
+        todo = [c for c in cases if any((c.id, name) not in saved for name in challengers)]
+        if on_plan is not None:
+            on_plan(record, len(cases) - len(todo), reused)
+        if todo or record.status != ComparisonStatus.DONE:
+            await _fill(
+                store,
+                record.id,
+                todo,
+                questions,
+                on_case,
+                ComparisonSetup(
+                    champion=champion,
+                    challengers=challengers,
+                    pairwise=pairwise,
+                    fit_judge=fit_judge,
+                    order=order,
+                    seed=seed,
+                    concurrency=concurrency,
+                ),
+            )
     finally:
         for target in (champion, *challengers.values()):
             await target.aclose()
-    return build_summary(
-        champion=champion.name,
-        challenger_names=list(challengers),
-        rows=outcome.rows,
-        outcomes=outcome.outcomes,
-        judge=pairwise.name,
-        judge_prompt_version=pairwise.prompt_version,
-        fit_judge=fit_judge.name,
-        order=order,
-        cases=cases_label,
-        n_cases=len(cases),
-        generators=outcome.generators,
-        seed=seed,
-        judge_specs=[judge_spec, fit_judge_spec],
-    )
+    stored = store.get_comparison(record.id)
+    assert stored is not None  # created or found above, and comparisons are never deleted
+    return summary_from_store(store, stored)
+
+
+async def _fill(
+    store: Store,
+    comparison_id: str,
+    todo: Sequence[Case],
+    questions: Mapping[str, str],
+    on_case: CaseCallback | None,
+    setup: ComparisonSetup,
+) -> None:
+    """Compare the ``todo`` cases, saving each case's rows as it finishes, then mark the comparison done."""
+
+    async def save(
+        case: Case, rows: list[CompareRow], outcomes: dict[str, PairOutcome], generators: dict[str, str]
+    ) -> None:
+        # Synchronous on purpose: one short transaction per case, committed before the case counts as done.
+        store.save_comparison_rows(row_records(comparison_id, rows, outcomes, generators))
+        if on_case is not None:
+            maybe = on_case(case, rows, outcomes, generators)
+            if maybe is not None:
+                await maybe
+
+    try:
+        await compare_cases(setup, todo, questions, save)
+    except BaseException:
+        with contextlib.suppress(Exception):  # never hide why the comparison stopped
+            store.set_comparison_status(comparison_id, ComparisonStatus.INTERRUPTED)
+        raise
+    store.set_comparison_status(comparison_id, ComparisonStatus.DONE, datetime.now(UTC))

@@ -209,3 +209,33 @@ def m001_initial(conn: Connection) -> None:
         Column("created_at", UTCDateTime, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(2)
+def m002_comparisons(conn: Connection) -> None:
+    """Comparisons (champion vs challengers) and their per-case rows, so `ragreplay compare` resumes."""
+    md = MetaData()
+    Table(
+        "comparisons",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("finished_at", UTCDateTime),
+        Column("status", Text, nullable=False),
+        Column("config", Text, nullable=False),
+        Column("config_hash", Text, nullable=False),
+        Column("dataset_hash", Text, nullable=False),
+        Column("n_cases", Integer, nullable=False),
+        Index("ix_comparisons_created", "created_at"),
+        Index("ix_comparisons_hashes", "config_hash", "dataset_hash"),
+    )
+    Table(
+        "comparison_rows",
+        md,
+        Column("comparison_id", Id, ForeignKey("comparisons.id", ondelete="CASCADE"), primary_key=True),
+        Column("case_id", Id, primary_key=True),
+        Column("challenger", Text, primary_key=True),
+        Column("payload", Text, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn)

@@ -155,3 +155,26 @@ llm_cache = Table(
     Column("response", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+comparisons = Table(
+    "comparisons",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("status", Text, nullable=False),
+    Column("config", Text, nullable=False),
+    Column("config_hash", Text, nullable=False),
+    Column("dataset_hash", Text, nullable=False),
+    Column("n_cases", Integer, nullable=False),
+)
+
+comparison_rows = Table(
+    "comparison_rows",
+    metadata,
+    Column("comparison_id", Id, primary_key=True),
+    Column("case_id", Id, primary_key=True),
+    Column("challenger", Text, primary_key=True),
+    Column("payload", Text, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
