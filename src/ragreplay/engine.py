@@ -86,8 +86,7 @@ class Replayer:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
-        status = RunStatus.DONE
-        self.store.set_run_status(run_id, status, finished_at=datetime.now(UTC))
+        self.store.set_run_status(run_id, RunStatus.DONE, finished_at=datetime.now(UTC))
         return state
 
     @staticmethod
@@ -115,7 +114,7 @@ class Replayer:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
         pinned = self._pinned.get(case.id)
         if pinned is not None:
-            return pinned
+            return pinned.model_copy(update={"cost_usd": 0.0})  # paid by the run that pinned it
         if self.rewriter is None:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no rewriter")
         return await self.writer.pin_rewrite(case.id, await self.rewriter.rewrite(case))
