@@ -239,3 +239,26 @@ def m002_comparisons(conn: Connection) -> None:
         Column("updated_at", UTCDateTime, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(3)
+def m003_shadow_rows(conn: Connection) -> None:
+    """Shadow rows: one live request answered by the champion and one challenger, judged later."""
+    md = MetaData()
+    Table(
+        "shadow_rows",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("ts", UTCDateTime, nullable=False),
+        Column("request_id", Id, nullable=False),
+        Column("challenger", Text, nullable=False),
+        Column("query", Text, nullable=False),
+        Column("user_hash", Text),
+        Column("tags", Text, nullable=False),
+        Column("champion", Text, nullable=False),
+        Column("candidate", Text, nullable=False),
+        Column("judged_at", UTCDateTime),
+        Index("ix_shadow_rows_ts", "ts", "id"),
+        Index("ix_shadow_rows_request", "request_id"),
+    )
+    md.create_all(conn)

@@ -178,3 +178,18 @@ comparison_rows = Table(
     Column("payload", Text, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+shadow_rows = Table(
+    "shadow_rows",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("request_id", Id, nullable=False),
+    Column("challenger", Text, nullable=False),
+    Column("query", Text, nullable=False),
+    Column("user_hash", Text),
+    Column("tags", Text, nullable=False),
+    Column("champion", Text, nullable=False),
+    Column("candidate", Text, nullable=False),
+    Column("judged_at", UTCDateTime),
+)

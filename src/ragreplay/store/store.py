@@ -13,11 +13,12 @@ from ragreplay.store.comparisons import ComparisonsMixin
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.runs import RunsMixin
+from ragreplay.store.shadow import ShadowMixin
 from ragreplay.store.sources import SourcesMixin
 
 
-class Store(SourcesMixin, RunsMixin, ComparisonsMixin, CacheMixin, BatchMixin, StoreBase):
-    """Sources, cases, pinned rewrites, runs, results, comparisons and the model-call cache.
+class Store(SourcesMixin, RunsMixin, ComparisonsMixin, ShadowMixin, CacheMixin, BatchMixin, StoreBase):
+    """Sources, cases, pinned rewrites, runs, results, comparisons, shadow rows and the model-call cache.
 
     Every method is synchronous and commits its own transaction. A store may be used from one thread other
     than the one that opened it (the async engine's writer thread).

@@ -1,0 +1,328 @@
+"""The shadow: the champion answers the user; challengers answer the same question off the user's path.
+
+On the champion's path the shadow only counts, asks the sampler, and creates background tasks: it never
+awaits a challenger or the store there. Challengers run with a timeout; whatever they do (answer, fail, hang)
+ends up as a :class:`ShadowRow` handed to the :class:`ShadowLog`, and nothing is raised to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Protocol
+
+from ragreplay.core.types import Answer, Case, Feedback
+from ragreplay.errors import ConfigError
+from ragreplay.ports import Target
+from ragreplay.shadow.log import ShadowLog
+from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, salt_from_env
+from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT = object()
+
+
+class SamplingPolicy(Protocol):
+    """Decides whether one live request is shadowed (e.g. :class:`ragreplay.shadow.sampler.Sampler`)."""
+
+    def decide(self, user_id: str | None, now: datetime | None = None) -> bool:
+        """``True`` when this request should also go to the challengers."""
+        ...
+
+
+class AlwaysSample:
+    """Shadows every request."""
+
+    def decide(self, user_id: str | None, now: datetime | None = None) -> bool:
+        """Always ``True``."""
+        return True
+
+
+def live_case(request_id: str, query: str, user_id: str | None, tags: Mapping[str, str] | None) -> Case:
+    """The :class:`Case` a target is given for a live request.
+
+    Live traffic has no old answer and no feedback yet: ``old_answer`` is empty and ``feedback`` is a
+    placeholder (``good``) that targets must not read.
+    """
+    return Case(
+        id=f"live_{request_id}",
+        conversation_id=request_id,
+        turn_index=0,
+        query=query,
+        history=(),
+        old_answer="",
+        feedback=Feedback.GOOD,
+        tags=dict(tags or {}),
+        user_id=user_id,
+    )
+
+
+@dataclass(frozen=True)
+class ShadowStats:
+    """The shadow's counters: requests seen and sampled, requests dropped because too many challengers were
+    in flight, challenger errors and timeouts, and the log's row counters."""
+
+    seen: int
+    sampled: int
+    dropped: int
+    in_flight: int
+    challenger_errors: int
+    challenger_timeouts: int
+    rows_offered: int
+    rows_written: int
+    rows_dropped: int
+    rows_lost: int
+    rows_pending: int
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict (for JSON and logs)."""
+        return asdict(self)
+
+
+class _Request:
+    """One sampled request; its redacted query, user hash and case are computed off the user's path."""
+
+    def __init__(
+        self,
+        shadow: Shadow,
+        query: str,
+        champion: ShadowAnswer,
+        user_id: str | None,
+        tags: Mapping[str, str] | None,
+        case: Case | None,
+    ) -> None:
+        self.id = uuid.uuid4().hex
+        self.ts = datetime.now(UTC)
+        self.query = query
+        self.champion = champion
+        self.user_id = user_id
+        self.tags = dict(tags or {})
+        self._case = case
+        self._shadow = shadow
+
+    @cached_property
+    def case(self) -> Case:
+        return (
+            self._case if self._case is not None else live_case(self.id, self.query, self.user_id, self.tags)
+        )
+
+    @cached_property
+    def stored_query(self) -> str:
+        redact = self._shadow.redact
+        if redact is None:
+            return self.query
+        try:
+            return redact(self.query)
+        except Exception as exc:  # never store the raw query because a redactor broke
+            logger.warning("shadow redactor failed (%s); query not stored", exc)
+            return "[redaction failed]"
+
+    @cached_property
+    def user_hash(self) -> str | None:
+        if self.user_id is None:
+            return None
+        if not self._shadow.hash_user_ids:
+            return self.user_id
+        return hash_user_id(self.user_id, self._shadow.salt)
+
+
+class Shadow:
+    """Sends live requests to the champion and, when sampled, to every challenger in the background.
+
+    ``redact`` defaults to :func:`~ragreplay.shadow.privacy.default_redactor` (``None`` stores queries as
+    they are); user ids are hashed with ``salt`` (or ``RAGREPLAY_SHADOW_SALT``) unless ``hash_user_ids`` is
+    off. Without a ``log`` rows are built and counted but not kept. The shadow does not close the targets.
+    """
+
+    def __init__(
+        self,
+        champion: Target,
+        challengers: Mapping[str, Target],
+        sampler: SamplingPolicy | None = None,
+        log: ShadowLog | None = None,
+        redact: Redactor | None = default_redactor,
+        hash_user_ids: bool = True,
+        salt: str = "",
+        challenger_timeout_s: float = 30.0,
+        max_in_flight: int = 100,
+    ) -> None:
+        if challenger_timeout_s <= 0:
+            raise ConfigError(f"shadow challenger_timeout_s must be > 0, got {challenger_timeout_s}.")
+        if max_in_flight < max(1, len(challengers)):
+            raise ConfigError(
+                f"shadow max_in_flight is {max_in_flight} but there are {len(challengers)} challenger(s): "
+                "no request could ever be shadowed. Fix: set max_in_flight to at least the number of "
+                "challengers (default 100)."
+            )
+        self.champion = champion
+        self.challengers = dict(challengers)
+        self.sampler: SamplingPolicy = sampler if sampler is not None else AlwaysSample()
+        self.log = log
+        self.redact = redact
+        self.hash_user_ids = hash_user_ids
+        self.salt = salt or salt_from_env()
+        self.timeout_s = challenger_timeout_s
+        self.max_in_flight = max_in_flight
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._abandoned: set[asyncio.Task[Answer]] = set()  # timed-out calls still running
+        self.seen = 0
+        self.sampled = 0
+        self.dropped = 0
+        self.challenger_errors = 0
+        self.challenger_timeouts = 0
+        self.rows_built = 0
+
+    async def handle(
+        self, query: str, user_id: str | None = None, tags: Mapping[str, str] | None = None
+    ) -> Answer:
+        """The champion's answer to ``query``, returned as soon as it is ready.
+
+        A champion exception propagates unchanged (nothing is shadowed then). When the request is sampled,
+        the challengers answer it in background tasks.
+        """
+        request_id = uuid.uuid4().hex
+        case = live_case(request_id, query, user_id, tags)
+        start = time.perf_counter()
+        answer = await self.champion.answer(query, case)
+        measured_ms = (time.perf_counter() - start) * 1000
+        self._record(query, answer, user_id, tags, case, measured_ms)
+        return answer
+
+    def record(
+        self,
+        query: str,
+        champion_answer: Answer,
+        user_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """Shadow a request whose champion answer the caller already has; returns at once, never raises.
+
+        Must be called from inside a running event loop (the challengers run as tasks on it).
+        """
+        self._record(query, champion_answer, user_id, tags, None, None)
+
+    def _record(
+        self,
+        query: str,
+        answer: Answer,
+        user_id: str | None,
+        tags: Mapping[str, str] | None,
+        case: Case | None,
+        measured_ms: float | None,
+    ) -> None:
+        try:
+            self.seen += 1
+            if not self.challengers or not self.sampler.decide(user_id):
+                return
+            self.sampled += 1
+            if len(self._tasks) + len(self.challengers) > self.max_in_flight:
+                self.dropped += 1
+                return
+            champion = ShadowAnswer.from_answer(answer, measured_ms)
+            request = _Request(self, query, champion, user_id, tags, case)
+            for name, target in self.challengers.items():
+                task = asyncio.create_task(self._challenge(request, name, target))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except Exception:  # the shadow must never change the user's path
+            self.dropped += 1
+            logger.exception("shadow: could not start the challengers; request not shadowed")
+
+    async def _challenge(self, request: _Request, name: str, target: Target) -> None:
+        start = time.perf_counter()
+        try:
+            candidate = await self._ask(request, target, start)
+        except asyncio.CancelledError:
+            self._offer(request, name, ShadowAnswer.failed("cancelled: the shadow was closed", _ms(start)))
+            raise
+        self._offer(request, name, candidate)
+
+    async def _ask(self, request: _Request, target: Target, start: float) -> ShadowAnswer:
+        call = asyncio.create_task(target.answer(request.query, request.case))
+        try:
+            # asyncio.wait, not wait_for: a challenger that ignores cancellation must not hold the row back.
+            done, _ = await asyncio.wait({call}, timeout=self.timeout_s)
+        except asyncio.CancelledError:
+            self._abandon(call)
+            raise
+        if not done:
+            self._abandon(call)
+            self.challenger_timeouts += 1
+            return ShadowAnswer.failed(f"timeout after {self.timeout_s:g} s", _ms(start))
+        try:
+            answer = call.result()
+        except Exception as exc:
+            self.challenger_errors += 1
+            return ShadowAnswer.failed(f"{type(exc).__name__}: {exc}", _ms(start))
+        if answer.error is not None:
+            self.challenger_errors += 1
+        return ShadowAnswer.from_answer(answer, _ms(start))
+
+    def _abandon(self, call: asyncio.Task[Answer]) -> None:
+        call.cancel()
+        self._abandoned.add(call)  # keep a reference until it really ends
+        call.add_done_callback(self._forget)
+
+    def _forget(self, call: asyncio.Task[Answer]) -> None:
+        self._abandoned.discard(call)
+        if not call.cancelled():
+            call.exception()  # mark it retrieved: an abandoned challenger's failure is no news
+
+    def _offer(self, request: _Request, name: str, candidate: ShadowAnswer) -> None:
+        try:
+            row = ShadowRow(
+                ts=request.ts,
+                request_id=request.id,
+                query=request.stored_query,
+                user_hash=request.user_hash,
+                tags=request.tags,
+                challenger=name,
+                champion=request.champion,
+                candidate=candidate,
+            )
+        except Exception:
+            logger.exception("shadow: could not build a row for challenger %s", name)
+            return
+        self.rows_built += 1
+        if self.log is not None:
+            self.log.offer(row)
+
+    def stats(self) -> ShadowStats:
+        """The counters now."""
+        log = self.log.stats() if self.log is not None else None
+        return ShadowStats(
+            seen=self.seen,
+            sampled=self.sampled,
+            dropped=self.dropped,
+            in_flight=len(self._tasks),
+            challenger_errors=self.challenger_errors,
+            challenger_timeouts=self.challenger_timeouts,
+            rows_offered=log.offered if log else self.rows_built,
+            rows_written=log.written if log else 0,
+            rows_dropped=log.dropped if log else 0,
+            rows_lost=log.lost if log else 0,
+            rows_pending=log.pending if log else 0,
+        )
+
+    async def aclose(self, timeout_s: float = 10.0, log_timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` for challengers in flight (the rest are cancelled and recorded as
+        such), then flush and close the log within ``log_timeout_s``."""
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=timeout_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+        if self.log is not None:
+            await self.log.aclose(log_timeout_s)
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000

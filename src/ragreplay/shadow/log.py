@@ -1,0 +1,169 @@
+"""The shadow log: rows queue in memory and a background task writes them to the store in batches.
+
+Nothing here ever raises to the caller or waits on the store on the caller's path. When the queue is full a
+row is dropped; when a batch cannot be written (store down) its rows are lost. Both are counted, and the log
+keeps going: the next batch is tried as usual. So ``written == offered - dropped - lost - pending``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from ragreplay.shadow.types import ShadowRow
+
+logger = logging.getLogger(__name__)
+
+
+class ShadowRowSink(Protocol):
+    """Where the log writes rows: the :class:`~ragreplay.store.Store`, or a fake in tests."""
+
+    def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:
+        """Write ``rows`` in one transaction; rows whose id exists already are skipped."""
+        ...
+
+
+@dataclass(frozen=True)
+class LogStats:
+    """The log's counters at one moment."""
+
+    offered: int
+    written: int
+    dropped: int
+    lost: int
+    pending: int
+    last_error: str | None
+
+
+class ShadowLog:
+    """A bounded queue of :class:`ShadowRow` written by a background task, ``batch_size`` rows at a time.
+
+    The store is called in a worker thread, so a slow store never blocks the event loop. The task starts on
+    the first :meth:`offer` made inside a running event loop.
+    """
+
+    def __init__(
+        self,
+        store: ShadowRowSink,
+        batch_size: int = 200,
+        flush_interval_s: float = 0.2,
+        max_queue: int = 10_000,
+    ) -> None:
+        if batch_size < 1 or max_queue < 1 or flush_interval_s <= 0:
+            raise ValueError("batch_size and max_queue must be >= 1 and flush_interval_s > 0")
+        self._store = store
+        self._batch_size = batch_size
+        self._interval = flush_interval_s
+        self._max_queue = max_queue
+        self._queue: deque[ShadowRow] = deque()
+        self._in_write = 0
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._closing = False
+        self.offered = 0
+        self.written = 0
+        self.dropped = 0
+        self.lost = 0
+        self.last_error: str | None = None
+
+    def offer(self, row: ShadowRow) -> bool:
+        """Queue ``row`` for writing; ``False`` (and counted as dropped) when the queue is full or closed."""
+        self.offered += 1
+        if self._closing or len(self._queue) >= self._max_queue:
+            self.dropped += 1
+            return False
+        self._queue.append(row)
+        if self._task is None:
+            self._start()
+        if len(self._queue) >= self._batch_size and self._wake is not None:
+            self._wake.set()
+        return True
+
+    def stats(self) -> LogStats:
+        """The counters now."""
+        return LogStats(
+            offered=self.offered,
+            written=self.written,
+            dropped=self.dropped,
+            lost=self.lost,
+            pending=len(self._queue) + self._in_write,
+            last_error=self.last_error,
+        )
+
+    async def aclose(self, timeout_s: float = 5.0) -> None:
+        """Write what is queued, for at most ``timeout_s``; rows still unwritten then count as lost.
+
+        A batch already handed to the store when time runs out may still land in it, but counts as lost.
+        """
+        self._closing = True
+        if self._task is None and self._queue:
+            self._start()
+        if self._task is not None:
+            assert self._wake is not None
+            self._wake.set()
+            done, _ = await asyncio.wait({self._task}, timeout=timeout_s)
+            if not done:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+            self._task = None
+        unwritten = len(self._queue)
+        if unwritten:
+            self.lost += unwritten
+            logger.warning("shadow log closed with %d row(s) unwritten", unwritten)
+        self._queue.clear()
+        self._in_write = 0
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def _start(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop yet: the rows wait for the next offer inside one, or for aclose
+        self._wake = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragreplay-shadow-log")
+        self._task = loop.create_task(self._run(), name="ragreplay-shadow-log")
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            if len(self._queue) < self._batch_size and not self._closing:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._interval)
+            self._wake.clear()
+            while self._queue:
+                if not await self._write_one_batch() and not self._closing:
+                    break  # the store failed: wait a tick before trying the next batch
+            if self._closing and not self._queue:
+                return
+
+    async def _write_one_batch(self) -> bool:
+        n = min(self._batch_size, len(self._queue))
+        batch = [self._queue.popleft() for _ in range(n)]
+        self._in_write = n
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._store.write_shadow_rows, batch)
+        except Exception as exc:  # a store failure must never stop the log
+            self.lost += n
+            if self.last_error is None or not self.last_error.startswith(type(exc).__name__):
+                logger.warning("shadow log: %d row(s) lost, the store failed: %s", n, exc)
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            return False
+        except asyncio.CancelledError:  # aclose ran out of time while this batch was with the store
+            self.lost += n
+            raise
+        else:
+            self.written += n
+            return True
+        finally:
+            self._in_write = 0

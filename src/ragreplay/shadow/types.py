@@ -1,0 +1,65 @@
+"""What the shadow keeps per live request and challenger: the two answers, side by side."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragreplay.core.types import Answer, TokenUsage
+
+
+def new_row_id() -> str:
+    """A fresh row id (uuid4 hex): rows are written with insert-ignore on it, so a retry never duplicates."""
+    return uuid.uuid4().hex
+
+
+class ShadowAnswer(BaseModel):
+    """One side of a shadow row: what a pipeline answered, which chunks it used and what it cost."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = ""
+    chunk_ids: list[str] = Field(default_factory=list)
+    latency_ms: float | None = None
+    tokens: TokenUsage = TokenUsage()
+    cost_usd: float = 0.0
+    error: str | None = None
+
+    @classmethod
+    def from_answer(cls, answer: Answer, measured_ms: float | None = None) -> ShadowAnswer:
+        """The shadow's view of a target's ``answer``; ``measured_ms`` stands in when it reports no latency."""
+        return cls(
+            text=answer.text,
+            chunk_ids=[chunk.id for chunk in answer.contexts],
+            latency_ms=answer.latency_ms if answer.latency_ms is not None else measured_ms,
+            tokens=answer.tokens,
+            cost_usd=answer.cost_usd,
+            error=answer.error,
+        )
+
+    @classmethod
+    def failed(cls, error: str, latency_ms: float | None = None) -> ShadowAnswer:
+        """A side that produced no answer: it raised, timed out or was cancelled."""
+        return cls(error=error, latency_ms=latency_ms)
+
+
+class ShadowRow(BaseModel):
+    """One live request compared with one challenger: one row per (request, challenger).
+
+    ``query`` is already redacted and ``user_hash`` already hashed (or ``None``) when a row is built: the raw
+    values never reach the log or the store.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(default_factory=new_row_id)
+    ts: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    request_id: str
+    query: str
+    user_hash: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    challenger: str
+    champion: ShadowAnswer
+    candidate: ShadowAnswer
