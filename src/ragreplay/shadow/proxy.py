@@ -1,0 +1,321 @@
+"""The shadow reverse proxy: an ASGI app in front of the champion RAG app.
+
+Every request is forwarded to the champion and its response is returned unchanged (status, headers, body),
+streamed through chunk by chunk. A copy of the request and of the response body (capped) goes to `mirror` only
+after the user's response has been sent completely, so a slow or failing mirror cannot change it.
+
+When the champion is down the user gets a 502 (504 on a timeout) with a short plain-text body: without the
+proxy the user would not have reached the app either. `/_shadow/stats` answers the proxy's own counters as JSON
+and is never forwarded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import zlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+STATS_PATH = "/_shadow/stats"
+DEFAULT_TEE_CAP = 1 << 20
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
+
+@dataclass(frozen=True)
+class MirroredRequest:
+    """The user's request as the proxy received it."""
+
+    method: str
+    path: str
+    query: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    received_at: datetime
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (case-insensitive), or None."""
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+
+@dataclass(frozen=True)
+class ChampionReply:
+    """What the champion answered; `body` is decoded (gzip/deflate) and capped, `truncated` says if cut."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    latency_ms: float
+    truncated: bool = False
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (case-insensitive), or None."""
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+
+Mirror = Callable[[MirroredRequest, ChampionReply], None]
+
+
+@dataclass
+class ProxyStats:
+    """Counters served at `/_shadow/stats`."""
+
+    requests: int = 0
+    forwarded: int = 0
+    champion_unreachable: int = 0
+    champion_broke_midstream: int = 0
+    mirrored: int = 0
+    mirror_errors: int = 0
+    mirror_ms_max: float = 0.0
+    tee_truncated: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()}
+
+
+def _strip_hop_by_hop(
+    raw: list[tuple[bytes, bytes]], extra_drop: frozenset[bytes] = frozenset()
+) -> list[tuple[bytes, bytes]]:
+    """Drop hop-by-hop headers, including any the Connection header names."""
+    named = {
+        token.strip().lower()
+        for key, value in raw
+        if key.lower() == b"connection"
+        for token in value.split(b",")
+        if token.strip()
+    }
+    drop = {h.encode() for h in HOP_BY_HOP} | named | extra_drop
+    return [(k, v) for k, v in raw if k.lower() not in drop]
+
+
+def _decode_body(body: bytes, encoding: str | None) -> bytes:
+    """Undo gzip/deflate for the mirror's copy; a partial (capped) stream decodes as far as it goes."""
+    enc = (encoding or "").strip().lower()
+    if enc in ("gzip", "x-gzip", "deflate"):
+        wbits = 16 + zlib.MAX_WBITS if enc != "deflate" else zlib.MAX_WBITS
+        try:
+            return zlib.decompressobj(wbits).decompress(body)
+        except zlib.error:
+            try:
+                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body)
+            except zlib.error:
+                return body
+    return body
+
+
+def _text_pairs(raw: list[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
+    return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw)
+
+
+class ShadowProxy:
+    """ASGI app forwarding to `champion_url`; build it with `create_proxy`."""
+
+    def __init__(
+        self,
+        champion_url: str,
+        mirror: Mirror | None,
+        timeout_s: float = 60.0,
+        tee_cap: int = DEFAULT_TEE_CAP,
+    ) -> None:
+        self.champion_url = champion_url.rstrip("/")
+        self.mirror = mirror
+        self.timeout_s = timeout_s
+        self.tee_cap = tee_cap
+        self.stats = ProxyStats()
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s),
+                follow_redirects=False,
+                trust_env=False,
+                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connection pool to the champion."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http_request(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1011, "reason": "shadow proxy forwards HTTP only"})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == STATS_PATH:
+            await _send_simple(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
+            return
+        self.stats.requests += 1
+        received_at = datetime.now(UTC)
+        body = await _read_body(receive)
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        query = scope.get("query_string", b"")
+        url = (
+            self.champion_url + raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        )
+        headers = _strip_hop_by_hop(list(scope["headers"]), frozenset({b"host", b"content-length"}))
+        headers += _forwarded_headers(scope)
+        client = self._http()
+        started = time.perf_counter()
+        try:
+            upstream = await client.send(
+                client.build_request(scope["method"], url, headers=headers, content=body), stream=True
+            )
+        except httpx.HTTPError as exc:
+            self.stats.champion_unreachable += 1
+            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+            self._count(status)
+            log.warning("champion %s unreachable: %s", self.champion_url, exc)
+            await _send_simple(send, status, f"{status} champion unreachable\n".encode(), b"text/plain")
+            return
+        reply_headers = _strip_hop_by_hop(list(upstream.headers.raw))
+        teed: list[bytes] = []
+        teed_len = 0
+        truncated = False
+        try:
+            await send(
+                {"type": "http.response.start", "status": upstream.status_code, "headers": reply_headers}
+            )
+            async for chunk in upstream.aiter_raw():
+                if not chunk:
+                    continue
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                room = self.tee_cap - teed_len
+                if len(chunk) > room:
+                    truncated = True
+                if room > 0:
+                    teed.append(chunk[:room])
+                    teed_len += min(room, len(chunk))
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except httpx.HTTPError:
+            # Headers are out: the only honest signal left is to abort the connection mid-body.
+            self.stats.champion_broke_midstream += 1
+            raise
+        finally:
+            await upstream.aclose()
+        latency_ms = (time.perf_counter() - started) * 1000
+        self.stats.forwarded += 1
+        self._count(upstream.status_code)
+        if truncated:
+            self.stats.tee_truncated += 1
+        if self.mirror is None:
+            return
+        request = MirroredRequest(
+            method=scope["method"],
+            path=scope["path"],
+            query=query.decode("latin-1"),
+            headers=_text_pairs(list(scope["headers"])),
+            body=body,
+            received_at=received_at,
+        )
+        reply = ChampionReply(
+            status=upstream.status_code,
+            headers=_text_pairs(reply_headers),
+            body=_decode_body(b"".join(teed), upstream.headers.get("content-encoding")),
+            latency_ms=latency_ms,
+            truncated=truncated,
+        )
+        self._call_mirror(request, reply)
+
+    def _call_mirror(self, request: MirroredRequest, reply: ChampionReply) -> None:
+        """Call the mirror after the response is out; it runs on the event loop, so it must only schedule work."""
+        assert self.mirror is not None
+        started = time.perf_counter()
+        try:
+            self.mirror(request, reply)
+            self.stats.mirrored += 1
+        except Exception:
+            self.stats.mirror_errors += 1
+            log.exception("shadow mirror failed; the user's response was already sent")
+        self.stats.mirror_ms_max = max(self.stats.mirror_ms_max, (time.perf_counter() - started) * 1000)
+
+    def _count(self, status: int) -> None:
+        key = str(status)
+        self.stats.by_status[key] = self.stats.by_status.get(key, 0) + 1
+
+
+async def _read_body(receive: Receive) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _forwarded_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    client = scope.get("client")
+    host = next((v for k, v in scope["headers"] if k == b"host"), None)
+    extra = [(b"x-forwarded-proto", scope.get("scheme", "http").encode())]
+    if client:
+        extra.append((b"x-forwarded-for", str(client[0]).encode()))
+    if host:
+        extra.append((b"x-forwarded-host", host))
+    return extra
+
+
+async def _send_simple(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def create_proxy(
+    champion_url: str, mirror: Mirror | None = None, timeout_s: float = 60.0, tee_cap: int = DEFAULT_TEE_CAP
+) -> ShadowProxy:
+    """An ASGI app that forwards everything to `champion_url` and hands a copy of each exchange to `mirror`.
+
+    `mirror(request, reply)` is called on the event loop after the response was fully sent; exceptions are
+    logged and counted, never raised. Keep it quick (e.g. `Shadow.record`, which only schedules challengers).
+    """
+    return ShadowProxy(champion_url, mirror, timeout_s=timeout_s, tee_cap=tee_cap)

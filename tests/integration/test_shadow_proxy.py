@@ -1,0 +1,293 @@
+"""The shadow proxy between a real client and a real champion server (uvicorn on 127.0.0.1, ephemeral ports)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ragreplay.shadow.proxy import ChampionReply, MirroredRequest, create_proxy
+
+CHUNKS = [f"chunk-{i}\n".encode() for i in range(4)]
+CHUNK_GAP_S = 0.25
+STREAM_EVENTS: dict[str, float] = {}
+
+
+async def json_route(request: Request) -> Response:
+    return JSONResponse(
+        {"answer": "25 days", "q": request.query_params.get("q")},
+        headers={"X-Champion": "v1", "Cache-Control": "no-store"},
+    )
+
+
+async def text_route(request: Request) -> Response:
+    body = await request.body()
+    seen = {k: request.headers.get(k) for k in ("x-user-id", "x-forwarded-for", "x-secret-hop")}
+    return PlainTextResponse(
+        f"{request.method} {body.decode()} | {json.dumps(seen)}", status_code=201, headers={"X-Trace": "t-1"}
+    )
+
+
+async def stream_route(request: Request) -> Response:
+    async def produce() -> AsyncIterator[bytes]:
+        for i, chunk in enumerate(CHUNKS):
+            if i == len(CHUNKS) - 1:
+                STREAM_EVENTS["last_produced"] = time.monotonic()
+            yield chunk
+            await asyncio.sleep(CHUNK_GAP_S)
+
+    return StreamingResponse(produce(), media_type="text/event-stream", headers={"X-Stream": "yes"})
+
+
+async def status_route(request: Request) -> Response:
+    code = int(request.path_params["code"])
+    return Response(f"status {code}".encode(), status_code=code, headers={"X-Status": str(code)})
+
+
+async def slow_route(request: Request) -> Response:
+    await asyncio.sleep(1)
+    return PlainTextResponse("late")
+
+
+CHAMPION = Starlette(
+    routes=[
+        Route("/json", json_route),
+        Route("/text", text_route, methods=["POST", "PUT"]),
+        Route("/stream", stream_route),
+        Route("/status/{code}", status_route),
+        Route("/slow", slow_route),
+    ]
+)
+
+MIRRORED: list[tuple[MirroredRequest, ChampionReply]] = []
+
+
+def mirror(request: MirroredRequest, reply: ChampionReply) -> None:
+    """Records; misbehaves on demand (header x-test-mirror: raise | sleep)."""
+    mode = request.header("x-test-mirror")
+    if mode == "raise":
+        raise RuntimeError("mirror blew up")
+    if mode == "sleep":
+        time.sleep(0.8)
+    MIRRORED.append((request, reply))
+
+
+def serve(app: object) -> Iterator[str]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    # no server/date headers of its own, so that the proxy passes the champion's on unchanged
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+        server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "test server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=5)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def champion_url() -> Iterator[str]:
+    yield from serve(CHAMPION)
+
+
+@pytest.fixture(scope="module")
+def proxy_url(champion_url: str) -> Iterator[str]:
+    yield from serve(create_proxy(champion_url, mirror, timeout_s=5))
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    MIRRORED.clear()
+
+
+def wait_for_mirror(n: int = 1, timeout: float = 3.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(MIRRORED) < n:
+        assert time.monotonic() < deadline, "mirror was not called"
+        time.sleep(0.01)
+
+
+def comparable(resp: httpx.Response) -> tuple[int, bytes, list[tuple[str, str]]]:
+    return resp.status_code, resp.content, sorted((k.lower(), v) for k, v in resp.headers.multi_items())
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/json?q=leave%20days&x=1", None),
+        ("POST", "/text", b"hello champion"),
+        ("PUT", "/text", b"put body"),
+        ("GET", "/status/404", None),
+        ("GET", "/status/503", None),
+        ("GET", "/status/302", None),
+        ("GET", "/stream", None),
+        ("GET", "/no-such-route", None),
+    ],
+)
+def test_response_is_identical_to_the_champion(
+    champion_url: str, proxy_url: str, method: str, path: str, body: bytes | None
+) -> None:
+    headers = {"X-User-Id": "u7", "Connection": "keep-alive, X-Secret-Hop", "X-Secret-Hop": "1"}
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        direct = client.request(method, champion_url + path, content=body, headers=headers)
+        via = client.request(method, proxy_url + path, content=body, headers=headers)
+    if path == "/text":
+        # the champion sees the forwarding headers, so its echo differs only there
+        seen = json.loads(via.text.split(" | ", 1)[1])
+        assert seen["x-forwarded-for"] == "127.0.0.1" and seen["x-user-id"] == "u7"
+        assert seen["x-secret-hop"] is None  # named in Connection: hop-by-hop, not forwarded
+        assert json.loads(direct.text.split(" | ", 1)[1])["x-secret-hop"] == "1"
+        assert via.text.startswith(f"{method} {body.decode()}")  # type: ignore[union-attr]
+        assert (via.status_code, via.headers["x-trace"]) == (direct.status_code, direct.headers["x-trace"])
+        return
+    assert comparable(via) == comparable(direct)
+    assert via.status_code == direct.status_code
+
+
+def test_custom_headers_and_status_pass_through(proxy_url: str) -> None:
+    resp = httpx.get(proxy_url + "/json?q=x", trust_env=False)
+    assert resp.status_code == 200
+    assert resp.headers["x-champion"] == "v1" and resp.headers["cache-control"] == "no-store"
+    assert resp.json() == {"answer": "25 days", "q": "x"}
+    resp = httpx.get(proxy_url + "/status/418", trust_env=False)
+    assert (resp.status_code, resp.text, resp.headers["x-status"]) == (418, "status 418", "418")
+
+
+def test_stream_is_passed_on_chunk_by_chunk(proxy_url: str) -> None:
+    STREAM_EVENTS.clear()
+    arrivals: list[float] = []
+    received = b""
+    with (
+        httpx.Client(trust_env=False, timeout=10) as client,
+        client.stream("GET", proxy_url + "/stream") as resp,
+    ):
+        assert resp.headers["x-stream"] == "yes"
+        for chunk in resp.iter_raw():
+            arrivals.append(time.monotonic())
+            received += chunk
+    assert received == b"".join(CHUNKS)
+    assert len(arrivals) >= 2
+    # the first chunk reached the client before the champion even produced the last one
+    assert arrivals[0] < STREAM_EVENTS["last_produced"]
+    wait_for_mirror()
+    assert MIRRORED[-1][1].body == b"".join(CHUNKS)
+
+
+def test_mirror_gets_the_request_and_the_teed_reply(proxy_url: str) -> None:
+    resp = httpx.post(
+        proxy_url + "/text?lang=nl", content=b"Hoeveel verlofdagen?", headers={"X-User-Id": "u9"}
+    )
+    wait_for_mirror()
+    request, reply = MIRRORED[-1]
+    assert (request.method, request.path, request.query) == ("POST", "/text", "lang=nl")
+    assert request.body == b"Hoeveel verlofdagen?"
+    assert request.header("x-user-id") == "u9"
+    assert request.received_at.tzinfo is not None
+    assert reply.status == 201 and reply.body == resp.content
+    assert reply.header("x-trace") == "t-1"
+    assert reply.latency_ms > 0 and not reply.truncated
+
+
+def test_gzip_body_passes_unchanged_and_the_mirror_gets_it_decoded(champion_url: str) -> None:
+    import gzip
+
+    async def gz(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        body = gzip.compress(b"compressed answer")
+        headers = [(b"content-encoding", b"gzip"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": body})  # type: ignore[operator]
+
+    for url in serve(gz):
+        for proxy in serve(create_proxy(url, mirror)):
+            resp = httpx.get(proxy + "/x", trust_env=False, headers={"Accept-Encoding": "gzip"})
+            assert resp.text == "compressed answer" and resp.headers["content-encoding"] == "gzip"
+            wait_for_mirror()
+    assert MIRRORED[-1][1].body == b"compressed answer"
+
+
+@pytest.mark.parametrize("mode", ["raise", "sleep"])
+def test_misbehaving_mirror_changes_and_delays_nothing(proxy_url: str, mode: str) -> None:
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        client.get(proxy_url + "/json")  # warm the connection
+        started = time.monotonic()
+        resp = client.get(proxy_url + "/json?q=a", headers={"X-Test-Mirror": mode})
+        elapsed = time.monotonic() - started
+        assert resp.status_code == 200 and resp.json()["q"] == "a"
+        assert elapsed < 0.4, f"response took {elapsed:.2f}s with a mirror that does {mode}"
+        time.sleep(1.0 if mode == "sleep" else 0.1)
+        stats = client.get(proxy_url + "/_shadow/stats").json()
+    if mode == "raise":
+        assert stats["mirror_errors"] >= 1
+    else:
+        assert stats["mirror_ms_max"] >= 700
+
+
+def test_stats_endpoint_is_not_forwarded(proxy_url: str) -> None:
+    httpx.get(proxy_url + "/status/500", trust_env=False)
+    resp = httpx.get(proxy_url + "/_shadow/stats", trust_env=False)
+    assert resp.status_code == 200 and resp.headers["content-type"] == "application/json"
+    stats = resp.json()
+    assert stats["forwarded"] >= 1 and stats["by_status"]["500"] >= 1
+    assert "_shadow" not in json.dumps(stats["by_status"])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_champion_down_gives_502_quickly() -> None:
+    proxy = create_proxy(f"http://127.0.0.1:{free_port()}", mirror, timeout_s=5)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=proxy), base_url="http://proxy") as client:
+        resp = await client.get("/json")
+        stats = (await client.get("/_shadow/stats")).json()
+    await proxy.aclose()
+    assert resp.status_code == 502 and "champion unreachable" in resp.text
+    assert stats["champion_unreachable"] == 1 and stats["forwarded"] == 0
+    assert MIRRORED == []
+
+
+async def test_champion_timeout_gives_504(champion_url: str) -> None:
+    proxy = create_proxy(champion_url, mirror, timeout_s=0.3)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=proxy), base_url="http://proxy") as client:
+        started = time.monotonic()
+        resp = await client.get("/slow")
+    await proxy.aclose()
+    assert resp.status_code == 504 and time.monotonic() - started < 1.5
+
+
+async def test_teed_body_is_capped_but_the_user_gets_all(champion_url: str) -> None:
+    proxy = create_proxy(champion_url, mirror, tee_cap=5)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=proxy), base_url="http://proxy") as client:
+        resp = await client.get("/stream")
+        stats = (await client.get("/_shadow/stats")).json()
+    await proxy.aclose()
+    assert resp.content == b"".join(CHUNKS)
+    reply = MIRRORED[-1][1]
+    assert reply.truncated and reply.body == b"".join(CHUNKS)[:5]
+    assert stats["tee_truncated"] == 1
