@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -291,3 +293,31 @@ async def test_teed_body_is_capped_but_the_user_gets_all(champion_url: str) -> N
     reply = MIRRORED[-1][1]
     assert reply.truncated and reply.body == b"".join(CHUNKS)[:5]
     assert stats["tee_truncated"] == 1
+
+
+def test_cli_shadow_serve_forwards_to_the_champion(champion_url: str) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-m", "ragreplay.cli.app", "shadow", "serve", "--champion", champion_url]
+    proc = subprocess.Popen([*cmd, "--port", str(port)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                resp = httpx.get(f"http://127.0.0.1:{port}/json?q=cli", trust_env=False)
+                break
+            except httpx.ConnectError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "ragreplay shadow serve did not start"
+                time.sleep(0.05)
+        assert resp.status_code == 200 and resp.json()["q"] == "cli" and resp.headers["x-champion"] == "v1"
+        assert "server" not in resp.headers  # the proxy adds no server header of its own
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_cli_shadow_serve_rejects_a_bad_champion_url(capsys: pytest.CaptureFixture[str]) -> None:
+    from ragreplay.cli.app import main
+
+    assert main(["shadow", "serve", "--champion", "127.0.0.1:8000"]) == 2
+    assert "--champion" in capsys.readouterr().err

@@ -7,7 +7,16 @@ import sys
 import typer
 from rich.text import Text
 
-from ragreplay.cli import compare_cmd, demo_cmd, ingest_cmd, report_cmd, run_cmd, schema_cmd, triage_cmd
+from ragreplay.cli import (
+    compare_cmd,
+    demo_cmd,
+    ingest_cmd,
+    report_cmd,
+    run_cmd,
+    schema_cmd,
+    shadow_cmd,
+    triage_cmd,
+)
 from ragreplay.cli.common import err_console
 from ragreplay.errors import RagreplayError
 
@@ -29,6 +38,7 @@ app.command()(compare_cmd.compare)
 app.command(name="compare-report")(compare_cmd.compare_report)
 app.command()(compare_cmd.comparisons)
 app.command()(triage_cmd.triage)
+app.add_typer(shadow_cmd.shadow_app, name="shadow")
 
 
 def main(argv: list[str] | None = None) -> int:
