@@ -1,0 +1,87 @@
+"""Shared fakes for the shadow tests (no tests here): a row sink that fails or stalls, targets that fail or hang."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+from ragreplay.core.types import Answer, Case, RetrievedChunk
+from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+
+
+class FakeSink:
+    """Keeps written rows by id (insert-ignore); raises while ``failing``; blocks while ``gate`` is clear."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, ShadowRow] = {}
+        self.batches: list[int] = []
+        self.failing = False
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:
+        self.gate.wait(5)
+        if self.failing:
+            raise ConnectionError("store down")
+        self.batches.append(len(rows))
+        for row in rows:
+            self.rows.setdefault(row.id, row)
+
+
+def make_row(i: int) -> ShadowRow:
+    return ShadowRow(
+        request_id=f"r{i}",
+        query="q",
+        challenger="b",
+        champion=ShadowAnswer(text="a"),
+        candidate=ShadowAnswer(),
+    )
+
+
+class FakeTarget:
+    """A target whose behaviour is set per instance: answer, raise, return an error answer, or hang."""
+
+    def __init__(self, name: str, text: str = "", delay_s: float = 0.0, mode: str = "answer") -> None:
+        self._name = name
+        self.text = text or f"{name} says hi"
+        self.delay_s = delay_s
+        self.mode = mode
+        self.calls: list[tuple[str, Case]] = []
+        self.finished = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def version(self) -> str:
+        return "v1"
+
+    async def answer(self, question: str, case: Case) -> Answer:
+        self.calls.append((question, case))
+        if self.mode == "hang":
+            await asyncio.Event().wait()
+        if self.mode == "stubborn":  # ignores the first cancellation, then takes its time
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.5)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        self.finished += 1
+        if self.mode == "raise":
+            raise RuntimeError("index offline")
+        if self.mode == "error":
+            return Answer(text="", error="rate limited")
+        if self.mode == "champion_raise":
+            raise KeyError("champion broke")
+        return Answer(
+            text=self.text,
+            contexts=(RetrievedChunk(id=f"{self._name}#1"),),
+            latency_ms=5.0,
+            cost_usd=0.002,
+        )
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,73 @@
+"""Hashing user ids and redacting queries before a shadow row is stored."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from ragreplay.errors import ConfigError
+from ragreplay.shadow.privacy import (
+    default_redactor,
+    hash_user_id,
+    load_redactor,
+    no_redaction,
+    salt_from_env,
+)
+
+
+def test_hash_is_stable_salted_and_not_the_id() -> None:
+    h = hash_user_id("u7", "pepper")
+    assert h == hash_user_id("u7", "pepper") and len(h) == 64 and "u7" not in h
+    assert h != hash_user_id("u7", "other") != hash_user_id("u8", "pepper")
+
+
+def test_salt_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAGREPLAY_SHADOW_SALT", raising=False)
+    assert salt_from_env("d") == "d"
+    monkeypatch.setenv("RAGREPLAY_SHADOW_SALT", "s3")
+    assert salt_from_env() == "s3"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail lisa.de-vries+hr@acme.co.uk please", "mail [EMAIL] please"),
+        ("bel +31 6 1234 5678 of (020) 123-4567.", "bel [PHONE] of [PHONE]."),
+        ("call 0612345678", "call [PHONE]"),
+        ("IBAN NL91 ABNA 0417 1643 00 graag", "IBAN [IBAN] graag"),
+        ("iban NL91ABNA0417164300.", "iban [IBAN]."),
+        ("DE89370400440532013000", "[IBAN]"),
+    ],
+)
+def test_default_redactor_removes_emails_phones_ibans(text: str, expected: str) -> None:
+    assert default_redactor(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mag een uitzendkracht meedoen aan de bonusregeling van 2024?",
+        "Verlof van 2024-01-01 tot 2024-03-31, 38,000 documenten, 1 200 tokens",
+        "Artikel 7:629 BW, CAO 2023-2025",
+    ],
+)
+def test_default_redactor_keeps_dates_years_and_amounts(text: str) -> None:
+    assert default_redactor(text) == text
+
+
+def test_load_redactor_by_name_and_builtins(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("my_scrub_mod")
+    module.scrub = lambda text: text.upper()  # type: ignore[attr-defined]
+    module.NOT_CALLABLE = 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "my_scrub_mod", module)
+    assert load_redactor("my_scrub_mod:scrub")("abc") == "ABC"
+    assert load_redactor("default") is default_redactor
+    assert load_redactor("none") is no_redaction
+    with pytest.raises(ConfigError, match=r"'module:function'.*Fix"):
+        load_redactor("my_scrub_mod.scrub")
+    with pytest.raises(ConfigError, match=r"cannot import module 'no_such_mod_x'.*Fix"):
+        load_redactor("no_such_mod_x:f")
+    with pytest.raises(ConfigError, match=r"no function 'NOT_CALLABLE'.*Fix"):
+        load_redactor("my_scrub_mod:NOT_CALLABLE")
