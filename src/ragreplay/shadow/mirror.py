@@ -1,0 +1,273 @@
+"""Wiring the shadow proxy to the Shadow library: each proxied exchange becomes a ``Shadow.record`` call.
+
+:class:`ProxyMirror` reads the question (and user id, tags) from the user's JSON request and the champion's
+answer from its JSON reply. Challengers are HTTP endpoints that receive the *same* request bytes
+(:class:`MirrorHttpTarget`): the raw request travels to them in a context variable, which the challenger
+tasks inherit because ``Shadow.record`` creates them while the variable is set.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ragreplay.core.types import Answer, Case
+from ragreplay.shadow.core import Shadow
+from ragreplay.shadow.proxy import (
+    STATS_PATH,
+    ChampionReply,
+    MirroredRequest,
+    Receive,
+    Scope,
+    Send,
+    ShadowProxy,
+)
+from ragreplay.targets.http import get_path
+from ragreplay.targets.python import coerce_chunks
+
+_EXCERPT = 200
+
+
+@dataclass(frozen=True)
+class RawRequest:
+    """The user's request as the challengers get it: path (with query) and body bytes."""
+
+    method: str
+    path: str
+    body: bytes
+    content_type: str | None
+
+
+_CURRENT: contextvars.ContextVar[RawRequest | None] = contextvars.ContextVar(
+    "ragreplay_shadow_raw_request", default=None
+)
+
+
+@dataclass(frozen=True)
+class RequestFields:
+    """Where the question, user, tags and answer live in the JSON bodies (dotted paths, as in HTTP targets).
+
+    ``question_paths`` are tried in order; the user id comes from ``user_header`` first, then ``user_path``.
+    """
+
+    question_paths: tuple[str, ...] = ("question", "query")
+    answer_path: str = "answer"
+    contexts_path: str | None = None
+    context_id_field: str = "id"
+    user_header: str | None = "X-User-Id"
+    user_path: str | None = None
+    tags_path: str | None = None
+
+
+def _lookup(data: Any, path: str | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return get_path(data, path)
+    except KeyError:
+        return None
+
+
+def parse_answer(body: bytes, fields: RequestFields) -> Answer:
+    """An :class:`Answer` from a JSON reply body; ``ValueError`` when it is not JSON or has no text answer."""
+    data = json.loads(body)
+    text = _lookup(data, fields.answer_path)
+    if not isinstance(text, str):
+        raise ValueError(f"no text at answer path '{fields.answer_path}'")
+    contexts = coerce_chunks(_lookup(data, fields.contexts_path), fields.context_id_field)
+    return Answer(text=text, contexts=contexts)
+
+
+class MirrorHttpTarget:
+    """A challenger behind HTTP: POSTs the user's original request body (same path, same content type) to
+    ``base_url`` and reads the answer by ``fields``. ``answer`` never raises: failures become ``Answer.error``
+    (``HTTP 500: ...``, ``timeout ...``, ``connection error ...``)."""
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        fields: RequestFields = RequestFields(),
+        timeout_s: float = 30.0,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._name = name
+        self._base = base_url.rstrip("/")
+        self._fields = fields
+        self._timeout = timeout_s
+        self._client = client
+        self._own_client = client is None
+
+    @property
+    def name(self) -> str:
+        """The challenger's label (the row's ``challenger``)."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """The endpoint URL stands in for a configuration hash."""
+        return self._base
+
+    async def answer(self, question: str, case: Case) -> Answer:
+        """Send the user's request (or, outside a mirrored request, ``{"question": question}``)."""
+        raw = _CURRENT.get()
+        if raw is None:
+            raw = RawRequest("POST", "/", json.dumps({"question": question}).encode(), "application/json")
+        headers = {"content-type": raw.content_type} if raw.content_type else {}
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout, trust_env=False)
+        start = time.perf_counter()
+        try:
+            resp = await self._client.request(
+                raw.method, self._base + raw.path, content=raw.body, headers=headers
+            )
+        except httpx.TimeoutException:
+            return _failed(f"timeout after {self._timeout:g} s", start)
+        except httpx.HTTPError as exc:
+            return _failed(f"connection error: {type(exc).__name__}: {exc}", start)
+        if resp.status_code >= 400:
+            return _failed(f"HTTP {resp.status_code}: {_excerpt(resp.text)}", start)
+        try:
+            answer = parse_answer(resp.content, self._fields)
+        except ValueError as exc:
+            return _failed(f"bad response: {exc}: {_excerpt(resp.text)}", start)
+        return answer.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this target opened."""
+        if self._client is not None and self._own_client:
+            await self._client.aclose()
+        self._client = None
+
+
+def _failed(message: str, start: float) -> Answer:
+    return Answer(text="", error=message, latency_ms=(time.perf_counter() - start) * 1000)
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT else flat[:_EXCERPT] + "..."
+
+
+class ProxyMirror:
+    """The ``mirror`` callback for :func:`~ragreplay.shadow.proxy.create_proxy`: hands each exchange to
+    ``shadow.record``. Never raises; requests or replies it cannot read are counted in ``unparsed``, champion
+    replies with a status >= 400 in ``champion_failed``, and both are skipped."""
+
+    def __init__(self, shadow: Shadow, request_fields: RequestFields = RequestFields()) -> None:
+        self.shadow = shadow
+        self.fields = request_fields
+        self.recorded = 0
+        self.unparsed = 0
+        self.champion_failed = 0
+
+    def __call__(self, request: MirroredRequest, reply: ChampionReply) -> None:
+        """Parse and record; only schedules work (called on the event loop after the user's response)."""
+        try:
+            if reply.status >= 400:
+                self.champion_failed += 1
+                return
+            parsed = self._parse(request, reply)
+            if parsed is None:
+                self.unparsed += 1
+                return
+            query, answer, user_id, tags = parsed
+            path = request.path + (f"?{request.query}" if request.query else "")
+            raw = RawRequest(request.method, path, request.body, request.header("content-type"))
+            token = _CURRENT.set(raw)
+            try:
+                self.shadow.record(query, answer, user_id=user_id, tags=tags)
+            finally:
+                _CURRENT.reset(token)
+            self.recorded += 1
+        except Exception:  # the mirror must never raise into the proxy
+            self.unparsed += 1
+
+    def _parse(
+        self, request: MirroredRequest, reply: ChampionReply
+    ) -> tuple[str, Answer, str | None, dict[str, str] | None] | None:
+        if reply.truncated:
+            return None
+        try:
+            data = json.loads(request.body)
+            answer = parse_answer(reply.body, self.fields)
+        except (ValueError, TypeError):
+            return None
+        query = next(
+            (q for q in (_lookup(data, p) for p in self.fields.question_paths) if isinstance(q, str) and q),
+            None,
+        )
+        if query is None:
+            return None
+        user = request.header(self.fields.user_header) if self.fields.user_header else None
+        if user is None:
+            found = _lookup(data, self.fields.user_path)
+            user = str(found) if isinstance(found, str | int) else None
+        tags_found = _lookup(data, self.fields.tags_path)
+        tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
+        return query, answer, user, tags
+
+    def stats(self) -> dict[str, int]:
+        """The mirror's counters."""
+        return {"recorded": self.recorded, "unparsed": self.unparsed, "champion_failed": self.champion_failed}
+
+
+class ShadowServeApp:
+    """The proxy plus the shadow's lifecycle: ``/_shadow/stats`` adds the shadow's and the mirror's counters,
+    and on shutdown the shadow is closed (challengers awaited, log flushed), then ``on_close`` runs."""
+
+    def __init__(
+        self,
+        proxy: ShadowProxy,
+        mirror: ProxyMirror,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+        close_timeout_s: float = 10.0,
+    ) -> None:
+        self.proxy = proxy
+        self.mirror = mirror
+        self.on_close = on_close
+        self.close_timeout_s = close_timeout_s
+        self.closed = False
+
+    def stats(self) -> dict[str, Any]:
+        """Proxy, mirror and shadow counters together."""
+        return {
+            **self.proxy.stats.as_dict(),
+            "mirror": self.mirror.stats(),
+            "shadow": self.mirror.shadow.stats().as_dict(),
+        }
+
+    async def aclose(self) -> None:
+        """Close the shadow (flushing its log), the proxy's connections and whatever ``on_close`` releases."""
+        if self.closed:
+            return
+        self.closed = True
+        await self.mirror.shadow.aclose(timeout_s=self.close_timeout_s)
+        await self.proxy.aclose()
+        if self.on_close is not None:
+            await self.on_close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await self.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] == "http" and scope["path"] == STATS_PATH:
+            body = json.dumps(self.stats()).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        await self.proxy(scope, receive, send)

@@ -1,0 +1,233 @@
+"""The shadow proxy wired to the Shadow library, against real servers on 127.0.0.1 (uvicorn, ephemeral ports):
+users always get the champion's response, challengers' failures land in the rows, and the counts add up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ragreplay.cli.shadow_cmd import build_app, build_sampler, parse_challengers
+from ragreplay.errors import ConfigError
+from ragreplay.shadow.mirror import RequestFields, ShadowServeApp
+from ragreplay.store import Store
+
+N = 30
+TIMEOUT_S = 0.5
+FIELDS = RequestFields(contexts_path="contexts", tags_path="tags")
+
+
+async def champion_route(request: Request) -> Response:
+    try:
+        body = await request.json()
+    except ValueError:
+        return Response("not JSON", status_code=400)
+    question = body.get("question") or body.get("query")
+    return JSONResponse({"answer": f"champion: {question}", "contexts": [{"id": "cao#12"}]})
+
+
+async def broken_route(request: Request) -> Response:
+    return Response("index offline", status_code=500)
+
+
+async def hanging_route(request: Request) -> Response:
+    await asyncio.sleep(2)
+    return JSONResponse({"answer": "too late"})
+
+
+def serve(app: object) -> Iterator[str]:
+    """Run ``app`` with uvicorn in a thread on a free loopback port; yields its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+        server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "test server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=15)
+    sock.close()
+
+
+def app_of(route: object) -> Starlette:
+    return Starlette(routes=[Route("/ask", route, methods=["POST"])])  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def champion_url() -> Iterator[str]:
+    yield from serve(app_of(champion_route))
+
+
+@pytest.fixture(scope="module")
+def challenger_urls() -> Iterator[dict[str, str]]:
+    broken = serve(app_of(broken_route))
+    hanging = serve(app_of(hanging_route))
+    yield {"broken": next(broken), "hanging": next(hanging)}
+    for gen in (broken, hanging):
+        next(gen, None)
+
+
+def proxy_app(champion: str, challengers: dict[str, str], store: Store, rate: float = 1.0) -> ShadowServeApp:
+    sampler = build_sampler(rate, [], "UTC", "request")
+    app = build_app(
+        champion, challengers, store, sampler, FIELDS, timeout_s=5, challenger_timeout_s=TIMEOUT_S
+    )
+    app.close_timeout_s = TIMEOUT_S + 3
+    return app
+
+
+def send_requests(url: str, n: int, offset: int = 0) -> list[httpx.Response]:
+    def one(i: int) -> httpx.Response:
+        body: dict[str, object] = {"tags": {"department": "hr"}}
+        # some users ask with "query", some send something the mirror cannot read
+        if i % 10 == 9:
+            return httpx.post(url + "/ask", content=b"not json", trust_env=False, timeout=10)
+        body["query" if i % 3 == 0 else "question"] = f"q{offset + i}"
+        return httpx.post(
+            url + "/ask", json=body, headers={"X-User-Id": f"u{i % 4}"}, trust_env=False, timeout=10
+        )
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def test_users_get_the_champion_and_rows_add_up(
+    champion_url: str, challenger_urls: dict[str, str], store: Store, store_url: str
+) -> None:
+    # the proxy closes its own store object; the fixture's store reads the rows afterwards
+    app = proxy_app(champion_url, challenger_urls, Store.open(store_url))
+    server = serve(app)
+    url = next(server)
+    responses = send_requests(url, N)
+    stats = httpx.get(url + "/_shadow/stats", trust_env=False).json()
+    next(server, None)  # shutdown: the shadow waits for challengers and flushes its log
+
+    for i, resp in enumerate(responses):
+        if i % 10 == 9:
+            assert resp.status_code == 400 and resp.text == "not JSON"  # the champion's own answer
+        else:
+            assert resp.status_code == 200
+            assert resp.json() == {"answer": f"champion: q{i}", "contexts": [{"id": "cao#12"}]}
+    assert {"requests", "mirror", "shadow"} <= stats.keys()
+    unreadable = N // 10
+    assert stats["mirror"]["recorded"] + stats["mirror"]["unparsed"] + stats["mirror"]["champion_failed"] == N
+    assert stats["mirror"]["champion_failed"] == unreadable
+
+    final = app.mirror.shadow.stats()
+    assert final.sampled == N - unreadable and final.dropped == 0
+    expected = (final.sampled - final.dropped) * 2 - final.rows_lost - final.rows_dropped
+    rows = list(store.iter_shadow_rows())
+    assert len(rows) == expected == final.rows_written == 2 * (N - unreadable)
+    errors = Counter((row.challenger, (row.candidate.error or "").split(" ")[0]) for row in rows)
+    assert errors == {("broken", "HTTP"): N - unreadable, ("hanging", "timeout"): N - unreadable}
+    assert all(r.candidate.error.startswith("HTTP 500") for r in rows if r.challenger == "broken")
+    row = next(r for r in rows if r.challenger == "broken")
+    assert row.champion.text.startswith("champion: q") and row.champion.chunk_ids == ["cao#12"]
+    assert row.tags == {"department": "hr"} and row.user_hash is not None and row.user_hash != "u0"
+    assert app.closed
+
+
+@pytest.mark.postgres
+def test_two_replicas_on_one_database_lose_and_duplicate_nothing(
+    champion_url: str, challenger_urls: dict[str, str], store_url: str
+) -> None:
+    if store_url.startswith("sqlite"):
+        pytest.skip("replicas share a PostgreSQL database")
+    apps = [proxy_app(champion_url, challenger_urls, Store.open(store_url), rate=0.5) for _ in range(2)]
+    servers = [serve(app) for app in apps]
+    urls = [next(s) for s in servers]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda k: send_requests(urls[k], N, offset=k * N), range(2)))
+    for server in servers:
+        next(server, None)
+    assert all(r.status_code in (200, 400) for rs in results for r in rs)
+    assert all(
+        r.json()["answer"].startswith("champion: ") for rs in results for r in rs if r.status_code == 200
+    )
+
+    shadowed = sum(a.mirror.shadow.stats().sampled - a.mirror.shadow.stats().dropped for a in apps)
+    lost = sum(a.mirror.shadow.stats().rows_lost + a.mirror.shadow.stats().rows_dropped for a in apps)
+    assert shadowed > 0 and lost == 0
+    with Store.open(store_url) as reader:
+        rows = list(reader.iter_shadow_rows())
+    assert len(rows) == len({r.id for r in rows}) == 2 * shadowed
+    per_request = Counter(r.request_id for r in rows)
+    assert len(per_request) == shadowed and set(per_request.values()) == {2}
+
+
+def test_cli_flags_are_checked() -> None:
+    assert parse_challengers(["a=http://127.0.0.1:1", "b=http://127.0.0.1:2/"]) == {
+        "a": "http://127.0.0.1:1",
+        "b": "http://127.0.0.1:2/",
+    }
+    for bad in (["nourl"], ["a=127.0.0.1:1"], ["a=http://x", "a=http://y"]):
+        with pytest.raises(ConfigError):
+            parse_challengers(bad)
+    sampler = build_sampler(0.15, ["09:00-11:00=0.05"], "Europe/Amsterdam", "user")
+    assert sampler.per == "user" and sampler.windows[0].rate == 0.05
+    with pytest.raises(ConfigError, match="--window"):
+        build_sampler(0.15, ["09:00-11:00"], "UTC", "request")
+    with pytest.raises(ConfigError):
+        build_sampler(0.15, [], "UTC", "everyone")
+
+
+def test_stats_json_is_served(champion_url: str, challenger_urls: dict[str, str], tmp_path: object) -> None:
+    app = proxy_app(champion_url, challenger_urls, Store.open(f"sqlite:///{tmp_path}/s.db"), rate=0.0)
+    server = serve(app)
+    url = next(server)
+    resp = httpx.post(url + "/ask", json={"question": "hi"}, trust_env=False)
+    stats = json.loads(httpx.get(url + "/_shadow/stats", trust_env=False).content)
+    next(server, None)
+    assert resp.json()["answer"] == "champion: hi"
+    assert stats["shadow"]["seen"] == 1 and stats["shadow"]["sampled"] == 0 and stats["forwarded"] == 1
+
+
+async def test_mirror_skips_what_it_cannot_read_and_never_raises() -> None:
+    from datetime import UTC, datetime
+
+    from ragreplay.shadow import Shadow
+    from ragreplay.shadow.mirror import MirrorHttpTarget, ProxyMirror
+    from ragreplay.shadow.proxy import ChampionReply, MirroredRequest
+
+    target = MirrorHttpTarget("c", "http://127.0.0.1:9")
+    shadow = Shadow(target, {"c": target}, challenger_timeout_s=0.2)
+    mirror = ProxyMirror(shadow, RequestFields(user_header=None, user_path="user.id"))
+
+    def exchange(body: bytes, reply: bytes, status: int = 200) -> None:
+        request = MirroredRequest("POST", "/ask", "", (), body, datetime.now(UTC))
+        mirror(request, ChampionReply(status, (), reply, 1.0))
+
+    exchange(b'{"other": 1}', b'{"answer": "a"}')  # no question
+    exchange(b'{"question": "q"}', b'{"text": "a"}')  # no answer at the answer path
+    exchange(b"\xff", b"{}")  # not even text
+    exchange(b'{"question": "q"}', b"oops", status=502)  # the champion failed
+    exchange(b'{"question": "q", "user": {"id": 7}}', b'{"answer": "a"}')
+    assert mirror.stats() == {"recorded": 1, "unparsed": 3, "champion_failed": 1}
+    await shadow.aclose(timeout_s=2)
+    assert shadow.stats().sampled == 1 and shadow.challenger_errors == 1  # nothing listens on port 9
+    await target.aclose()
