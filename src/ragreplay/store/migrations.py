@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    Boolean,
     Column,
     Connection,
     ForeignKey,
@@ -260,5 +261,29 @@ def m003_shadow_rows(conn: Connection) -> None:
         Column("judged_at", UTCDateTime),
         Index("ix_shadow_rows_ts", "ts", "id"),
         Index("ix_shadow_rows_request", "request_id"),
+    )
+    md.create_all(conn)
+
+
+@migration(4)
+def m004_shadow_judgments(conn: Connection) -> None:
+    """Shadow judgments: agreement and preference of one shadow row, written when the row is marked judged."""
+    md = MetaData()
+    Table(
+        "shadow_judgments",
+        md,
+        Column("row_id", Id, primary_key=True),
+        Column("challenger", Text, nullable=False),
+        Column("judged_at", UTCDateTime, nullable=False),
+        Column("fit", Text),
+        Column("winner", Text),
+        Column("consistent", Boolean),
+        Column("judge", Text, nullable=False),
+        Column("judge_prompt_version", Text, nullable=False),
+        Column("fit_judge", Text, nullable=False),
+        Column("fit_judge_prompt_version", Text, nullable=False),
+        Column("error", Text),
+        Column("payload", Text, nullable=False),
+        Index("ix_shadow_judgments_judged", "judged_at"),
     )
     md.create_all(conn)

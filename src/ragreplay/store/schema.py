@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Column, DateTime, Dialect, Integer, MetaData, Table, Text, TypeDecorator
+from sqlalchemy import Boolean, Column, DateTime, Dialect, Integer, MetaData, Table, Text, TypeDecorator
 
 from ragreplay.core.ids import canonical_json
 
@@ -192,4 +192,21 @@ shadow_rows = Table(
     Column("champion", Text, nullable=False),
     Column("candidate", Text, nullable=False),
     Column("judged_at", UTCDateTime),
+)
+
+shadow_judgments = Table(
+    "shadow_judgments",
+    metadata,
+    Column("row_id", Id, primary_key=True),
+    Column("challenger", Text, nullable=False),
+    Column("judged_at", UTCDateTime, nullable=False),
+    Column("fit", Text),
+    Column("winner", Text),
+    Column("consistent", Boolean),
+    Column("judge", Text, nullable=False),
+    Column("judge_prompt_version", Text, nullable=False),
+    Column("fit_judge", Text, nullable=False),
+    Column("fit_judge_prompt_version", Text, nullable=False),
+    Column("error", Text),
+    Column("payload", Text, nullable=False),
 )

@@ -14,10 +14,20 @@ from ragreplay.store.connect import StoreError, connection_failure, create_store
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.runs import RunsMixin
 from ragreplay.store.shadow import ShadowMixin
+from ragreplay.store.shadow_judgments import ShadowJudgmentsMixin
 from ragreplay.store.sources import SourcesMixin
 
 
-class Store(SourcesMixin, RunsMixin, ComparisonsMixin, ShadowMixin, CacheMixin, BatchMixin, StoreBase):
+class Store(
+    SourcesMixin,
+    RunsMixin,
+    ComparisonsMixin,
+    ShadowMixin,
+    ShadowJudgmentsMixin,
+    CacheMixin,
+    BatchMixin,
+    StoreBase,
+):
     """Sources, cases, pinned rewrites, runs, results, comparisons, shadow rows and the model-call cache.
 
     Every method is synchronous and commits its own transaction. A store may be used from one thread other

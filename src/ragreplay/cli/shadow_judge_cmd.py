@@ -1,0 +1,147 @@
+"""`ragreplay shadow judge` and `ragreplay shadow report`: judge the new shadow rows, report the stored grid."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragreplay.cli.common import console, err_console, open_store, settings_from
+from ragreplay.compare.service import build_fit_judge, build_pairwise_judge, default_fit_judge
+from ragreplay.errors import ConfigError
+from ragreplay.judges.position import OrderMode
+from ragreplay.providers.registry import ModelFactory
+from ragreplay.report.compare_json import FORMATS, render_comparison
+from ragreplay.report.compare_text import build_comparison_renderable
+from ragreplay.settings import Settings
+from ragreplay.shadow.judging import JudgeCounts, ShadowJudges, judge_shadow, parse_since, shadow_summary
+from ragreplay.store import Store
+from ragreplay.writer import StoreWriter
+
+ORDERS = ("both", "random")
+DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
+
+
+async def _judge(
+    store: Store,
+    settings: Settings,
+    judge: str,
+    fit_judge: str,
+    order: OrderMode,
+    seed: int | None,
+    since: str,
+    limit: int | None,
+) -> JudgeCounts:
+    start = parse_since(since)
+    total = store.count_unjudged_shadow_rows(start)
+    total = total if limit is None else min(total, limit)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    task = bar.add_task("judging shadow rows", total=total)
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)
+        try:
+            judges = ShadowJudges(
+                pairwise=build_pairwise_judge(judge, factory),
+                fit_judge=build_fit_judge(fit_judge, factory),
+                order=order,
+                seed=seed,
+                specs=(judge, fit_judge),
+            )
+            with bar:
+                return await judge_shadow(
+                    store,
+                    judges,
+                    since=start,
+                    limit=limit,
+                    concurrency=settings.concurrency,
+                    on_row=lambda _: bar.advance(task),
+                )
+        finally:
+            await factory.aclose()
+
+
+def judge(
+    since: Annotated[str, typer.Option(help="Rows newer than this age (7d, 24h, 30m) or ISO date")] = "7d",
+    judge: Annotated[str, typer.Option(help="Pairwise judge: local, or provider:model")] = "local",
+    fit_judge: Annotated[
+        str | None, typer.Option(help="Agreement (FIT) judge [default: matches --judge]")
+    ] = None,
+    order: Annotated[str, typer.Option(help="both (judge each pair in both orders) | random")] = "both",
+    seed: Annotated[int | None, typer.Option(help="Seed for the random order mode")] = None,
+    limit: Annotated[int | None, typer.Option(help="Judge at most N rows")] = None,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Rows judged at once [default: 16]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Judge the shadow rows not judged yet: agreement (FIT judge, champion answer vs candidate) and blind
+    preference (pairwise judge). Each row is judged once; running it again judges only rows added since."""
+    if order not in ORDERS:
+        raise ConfigError(f"--order {order!r}: choose both or random")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit {limit}: must be at least 1")
+    parse_since(since)  # a bad --since fails before any store is opened
+    settings = settings_from(config, db=db, concurrency=concurrency)
+    with open_store(settings.db) as store:
+        counts = asyncio.run(
+            _judge(
+                store,
+                settings,
+                judge,
+                fit_judge or default_fit_judge(judge),
+                cast(OrderMode, order),
+                seed,
+                since,
+                limit,
+            )
+        )
+        left = store.count_unjudged_shadow_rows()
+    err_console.print(
+        f"judged {counts.judged} shadow row(s) since {since}"
+        + (f", {counts.errors} with a failed side (recorded as errors)" if counts.errors else "")
+        + f"; {left} unjudged row(s) left in the store",
+        highlight=False,
+    )
+
+
+def report(
+    since: Annotated[str, typer.Option(help="Rows newer than this age (7d, 24h, 30m) or ISO date")] = "7d",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """The champion-vs-challenger grid of the judged shadow rows: agreement, preference, consistency,
+    latency, cost and per tag. Calls no model: run `ragreplay shadow judge` first."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    start = parse_since(since)
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        judged = store.load_shadow_judgments(start)
+    if not judged:
+        err_console.print(
+            f"no judged shadow rows since {since}: run `ragreplay shadow judge --since {since}` first",
+            highlight=False,
+        )
+    summary = shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC")
+    if fmt == "text":
+        console.print(build_comparison_renderable(summary))
+    else:
+        sys.stdout.write(render_comparison(summary, fmt))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``judge`` and ``report`` to the ``shadow`` sub-app."""
+    app.command(name="judge")(judge)
+    app.command(name="report")(report)

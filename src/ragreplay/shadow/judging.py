@@ -1,0 +1,248 @@
+"""Judging the shadow log after the fact: agreement and blind preference of each new row, and the report grid.
+
+Each unjudged row is judged once: the FIT judge compares the candidate's answer with the champion's (agreement)
+and the pairwise judge compares both blind (champion = ``x``, candidate = ``y``). The judgment is saved and the
+row marked judged in one transaction, so a re-run picks up only rows added since. The report rebuilds
+:class:`CompareRow` objects from the stored judgments and rows and reuses the comparison summary and renderers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from ragreplay.compare.hygiene import expected_language, is_wrong_language
+from ragreplay.compare.runner import side_of
+from ragreplay.compare.summary import ComparisonSummary, build_summary
+from ragreplay.core.compare_stats import CompareRow, Preferred
+from ragreplay.core.types import Answer, Case, Feedback, Fit, RetrievedChunk
+from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
+from ragreplay.ports import Judge, PairwiseJudge
+from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+from ragreplay.store import Store
+from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
+
+_AGE = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+_PREFERRED: dict[SideWinner, Preferred] = {"x": "champion", "y": "challenger", "tie": "tie"}
+BATCH = 32
+"""Rows judged concurrently and then saved in one transaction."""
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """``7d``, ``24h``, ``30m`` (that long before ``now``) or an ISO date/datetime (UTC when naive)."""
+    now = now or datetime.now(UTC)
+    match = _AGE.match(value)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ConfigError(
+            f"--since {value!r} is not an age or a date. Fix: use e.g. 7d, 24h, 30m or 2026-11-01"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+def as_answer(side: ShadowAnswer) -> Answer:
+    """A shadow side as an :class:`Answer` (its chunks known by id only)."""
+    return Answer(
+        text=side.text,
+        contexts=tuple(RetrievedChunk(id=cid) for cid in side.chunk_ids),
+        latency_ms=side.latency_ms,
+        tokens=side.tokens,
+        cost_usd=side.cost_usd,
+        error=side.error,
+    )
+
+
+def as_case(row: ShadowRow) -> Case:
+    """The case the FIT judge sees: the champion's answer plays the old answer."""
+    return Case(
+        id=row.id,
+        conversation_id=row.request_id,
+        turn_index=0,
+        query=row.query,
+        history=(),
+        old_answer=row.champion.text,
+        feedback=Feedback.GOOD,
+        retrieved=tuple(RetrievedChunk(id=cid) for cid in row.champion.chunk_ids),
+        tags=dict(row.tags),
+        ts=row.ts,
+    )
+
+
+@dataclass(frozen=True)
+class ShadowJudges:
+    """The two judges, the order mode and the optional seed of the random order mode."""
+
+    pairwise: PairwiseJudge
+    fit_judge: Judge
+    order: OrderMode = "both"
+    seed: int | None = None
+    specs: tuple[str, str] = ("", "")
+    """The pairwise and FIT judges' specs as given (for the same-family check in the report)."""
+
+
+def _fatal(exc: BaseException) -> bool:
+    return not isinstance(exc, Exception) or isinstance(exc, RagreplayError)
+
+
+async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> ShadowJudgmentRecord:
+    """Judge one row. A side that failed, or a judge that raised, is recorded on the record, never raised
+    (except cancellation and user errors)."""
+    record: dict[str, Any] = {
+        "row_id": row.id,
+        "challenger": row.challenger,
+        "judged_at": at,
+        "judge": judges.pairwise.name,
+        "judge_prompt_version": judges.pairwise.prompt_version,
+        "fit_judge": judges.fit_judge.name,
+        "fit_judge_prompt_version": judges.fit_judge.prompt_version,
+    }
+    payload: dict[str, Any] = {"order": judges.order, "judge_specs": list(judges.specs)}
+    failed = [
+        f"{n}: {s.error}" for n, s in (("champion", row.champion), (row.challenger, row.candidate)) if s.error
+    ]
+    if failed:
+        return ShadowJudgmentRecord(**record, error="; ".join(failed), payload=payload)
+    no_dates: dict[str, date] = {}
+    rng = random.Random(f"{judges.seed}:{row.id}") if judges.seed is not None else random.Random()
+    fit_task = judges.fit_judge.judge(as_case(row), row.query, as_answer(row.candidate))
+    pair_task = judge_pair(
+        judges.pairwise,
+        row.query,
+        side_of(as_answer(row.champion), no_dates),
+        side_of(as_answer(row.candidate), no_dates),
+        judges.order,
+        rng,
+    )
+    judgment, outcome = await asyncio.gather(fit_task, pair_task, return_exceptions=True)
+    reasons: list[str] = []
+    fit = Fit.UNSCORABLE
+    if isinstance(judgment, BaseException):
+        if _fatal(judgment):
+            raise judgment
+        reasons.append(f"FIT judge failed: {type(judgment).__name__}: {judgment}")
+    else:
+        fit = judgment.fit
+        if judgment.reason:
+            reasons.append(judgment.reason)
+    winner: SideWinner | None = None
+    consistent: bool | None = None
+    if isinstance(outcome, BaseException):
+        if _fatal(outcome):
+            raise outcome
+        reasons.append(f"pairwise judge failed: {type(outcome).__name__}: {outcome}")
+    else:
+        winner, consistent = outcome.winner, outcome.consistent
+        payload["outcome"] = outcome.model_dump(mode="json")
+        reasons += [j.reason for _, j in outcome.judgments if j.reason]
+    payload["reason"] = " | ".join(reasons)
+    return ShadowJudgmentRecord(**record, fit=fit, winner=winner, consistent=consistent, payload=payload)
+
+
+@dataclass
+class JudgeCounts:
+    """What a judging pass did: rows judged, of which could not be judged because a side failed."""
+
+    judged: int = 0
+    errors: int = 0
+
+
+async def judge_shadow(
+    store: Store,
+    judges: ShadowJudges,
+    since: datetime | None = None,
+    limit: int | None = None,
+    concurrency: int = 8,
+    on_row: Callable[[ShadowJudgmentRecord], None] | None = None,
+) -> JudgeCounts:
+    """Judge the unjudged rows with ``ts >= since`` (at most ``limit``), oldest first, saving each batch (and
+    marking its rows judged) in one transaction; ``on_row`` is called as each row is saved."""
+    counts = JudgeCounts()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(row: ShadowRow) -> ShadowJudgmentRecord:
+        async with gate:
+            return await judge_row(judges, row, datetime.now(UTC))
+
+    batch: list[ShadowRow] = []
+
+    async def flush() -> None:
+        records = await asyncio.gather(*(one(r) for r in batch))
+        store.save_shadow_judgments(records)
+        batch.clear()
+        for record in records:
+            counts.judged += 1
+            counts.errors += record.error is not None
+            if on_row is not None:
+                on_row(record)
+
+    for row in store.iter_shadow_rows(since=since, unjudged_only=True, limit=limit):
+        batch.append(row)
+        if len(batch) >= BATCH:
+            await flush()
+    if batch:
+        await flush()
+    return counts
+
+
+def compare_row(row: ShadowRow, record: ShadowJudgmentRecord) -> CompareRow:
+    """The comparison row of a judged shadow row: figures from the row, decisions from the judgment."""
+    expected = expected_language(row.query, row.tags)
+    return CompareRow(
+        case_id=row.id,
+        challenger=row.challenger,
+        question=row.query,
+        tags=dict(row.tags),
+        champion_answer=row.champion.text,
+        challenger_answer=row.candidate.text,
+        agreement=record.fit,
+        preference=None if record.winner is None else _PREFERRED[record.winner],
+        consistent=record.consistent,
+        champion_latency_ms=row.champion.latency_ms,
+        challenger_latency_ms=row.candidate.latency_ms,
+        champion_cost_usd=row.champion.cost_usd,
+        challenger_cost_usd=row.candidate.cost_usd,
+        champion_wrong_language=is_wrong_language(row.champion.text, expected),
+        challenger_wrong_language=is_wrong_language(row.candidate.text, expected),
+        error=record.error,
+        reason=str(record.payload.get("reason", "")),
+    )
+
+
+def _names(values: Sequence[str]) -> str:
+    return ", ".join(dict.fromkeys(values)) or "-"
+
+
+def shadow_summary(judged: Sequence[tuple[ShadowRow, ShadowJudgmentRecord]], label: str) -> ComparisonSummary:
+    """The comparison grid per challenger from stored judgments and their rows (``label`` names the window)."""
+    rows = [compare_row(row, record) for row, record in judged]
+    outcomes: dict[str, list[PairOutcome]] = {}
+    for _, record in judged:
+        if record.payload.get("outcome") is not None:
+            outcome = PairOutcome.model_validate(record.payload["outcome"])
+            outcomes.setdefault(record.challenger, []).append(outcome)
+    records = [r for _, r in judged]
+    orders = {str(r.payload.get("order", "both")) for r in records}
+    specs = [s for r in records for s in r.payload.get("judge_specs", []) if s]
+    return build_summary(
+        champion="champion",
+        challenger_names=sorted({r.challenger for r in records}),
+        rows=rows,
+        outcomes=outcomes,
+        judge=_names([r.judge for r in records]),
+        judge_prompt_version=_names([r.judge_prompt_version for r in records]),
+        fit_judge=_names([r.fit_judge for r in records]),
+        order="random" if "random" in orders else "both",
+        cases=label,
+        n_cases=len({row.request_id for row, _ in judged}),
+        judge_specs=list(dict.fromkeys(specs)) or None,
+    )
