@@ -231,3 +231,79 @@ async def test_mirror_skips_what_it_cannot_read_and_never_raises() -> None:
     await shadow.aclose(timeout_s=2)
     assert shadow.stats().sampled == 1 and shadow.challenger_errors == 1  # nothing listens on port 9
     await target.aclose()
+
+
+class TcpRelay:
+    """A loopback TCP relay to ``port`` on its own thread; ``cut()`` closes the listener and every link."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.loop = asyncio.new_event_loop()
+        self.links: set[asyncio.StreamWriter] = set()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._link, "127.0.0.1", 0), self.loop
+        ).result(5)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        self.links |= {writer, up_writer}
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+    def cut(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            for writer in self.links:
+                writer.transport.abort()
+
+        asyncio.run_coroutine_threadsafe(close(), self.loop).result(5)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.mark.postgres
+def test_database_gone_mid_load_champion_keeps_answering_and_losses_are_counted(
+    champion_url: str, challenger_urls: dict[str, str], store_url: str
+) -> None:
+    if store_url.startswith("sqlite"):
+        pytest.skip("needs a database server to cut off")
+    relay = TcpRelay(5432)
+    via_relay = store_url.replace("127.0.0.1:5432", f"127.0.0.1:{relay.port}")
+    assert via_relay != store_url
+    app = proxy_app(champion_url, {"broken": challenger_urls["broken"]}, Store.open(via_relay))
+    server = serve(app)
+    url = next(server)
+    try:
+        first = send_requests(url, N)
+        deadline = time.monotonic() + 5
+        while app.mirror.shadow.stats().rows_written == 0:
+            assert time.monotonic() < deadline, "nothing was written before the cut"
+            time.sleep(0.05)
+        relay.cut()
+        second = send_requests(url, N, offset=N)
+        next(server, None)
+    finally:
+        relay.stop()
+    for i, resp in enumerate(first + second):
+        if i % N % 10 != 9:
+            assert resp.status_code == 200 and resp.json()["answer"] == f"champion: q{i}"
+    final = app.mirror.shadow.stats()
+    assert final.rows_lost > 0 and final.rows_pending == 0
+    assert final.rows_written + final.rows_lost + final.rows_dropped == final.rows_offered == final.sampled
+    with Store.open(store_url) as reader:
+        assert reader.count_shadow_rows() == final.rows_written
