@@ -8,6 +8,7 @@ tasks inherit because ``Shadow.record`` creates them while the variable is set.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import time
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
@@ -95,7 +96,7 @@ class MirrorHttpTarget:
         base_url: str,
         fields: RequestFields = RequestFields(),
         timeout_s: float = 30.0,
-        client: httpx.AsyncClient | None = None,
+        client: aiohttp.ClientSession | None = None,
     ) -> None:
         self._name = name
         self._base = base_url.rstrip("/")
@@ -103,6 +104,7 @@ class MirrorHttpTarget:
         self._timeout = timeout_s
         self._client = client
         self._own_client = client is None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def name(self) -> str:
@@ -120,30 +122,44 @@ class MirrorHttpTarget:
         if raw is None:
             raw = RawRequest("POST", "/", json.dumps({"question": question}).encode(), "application/json")
         headers = {"content-type": raw.content_type} if raw.content_type else {}
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, trust_env=False)
+        session = self._session()
         start = time.perf_counter()
         try:
-            resp = await self._client.request(
-                raw.method, self._base + raw.path, content=raw.body, headers=headers
-            )
-        except httpx.TimeoutException:
+            async with session.request(
+                raw.method, self._base + raw.path, data=raw.body, headers=headers
+            ) as resp:
+                status, body = resp.status, await resp.read()
+        except TimeoutError:
             return _failed(f"timeout after {self._timeout:g} s", start)
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             return _failed(f"connection error: {type(exc).__name__}: {exc}", start)
-        if resp.status_code >= 400:
-            return _failed(f"HTTP {resp.status_code}: {_excerpt(resp.text)}", start)
+        text = body.decode("utf-8", errors="replace")
+        if status >= 400:
+            return _failed(f"HTTP {status}: {_excerpt(text)}", start)
         try:
-            answer = parse_answer(resp.content, self._fields)
+            answer = parse_answer(body, self._fields)
         except ValueError as exc:
-            return _failed(f"bad response: {exc}: {_excerpt(resp.text)}", start)
+            return _failed(f"bad response: {exc}: {_excerpt(text)}", start)
         return answer.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
+
+    def _session(self) -> aiohttp.ClientSession:
+        """The session passed in, or one of our own made inside the running loop (sessions belong to a loop)."""
+        if not self._own_client:
+            assert self._client is not None
+            return self._client
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.closed or self._loop is not loop:
+            timeout = aiohttp.ClientTimeout(total=self._timeout)
+            self._client = aiohttp.ClientSession(timeout=timeout, trust_env=False)
+            self._loop = loop
+        return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client this target opened."""
         if self._client is not None and self._own_client:
-            await self._client.aclose()
-        self._client = None
+            await self._client.close()
+            self._client = None
+            self._loop = None
 
 
 def _failed(message: str, start: float) -> Answer:

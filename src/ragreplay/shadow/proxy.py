@@ -11,6 +11,7 @@ and is never forwarded.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import aiohttp
+from multidict import CIMultiDict
+from yarl import URL
 
 log = logging.getLogger(__name__)
 
@@ -151,23 +154,31 @@ class ShadowProxy:
         self.timeout_s = timeout_s
         self.tee_cap = tee_cap
         self.stats = ProxyStats()
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s),
-                follow_redirects=False,
+    def _http(self) -> aiohttp.ClientSession:
+        """The pool to the champion, made inside the running loop (a ClientSession belongs to its loop)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            # Per-operation timeouts, no total cap: a long stream is not cut as long as bytes keep coming.
+            timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout_s, sock_read=self.timeout_s)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=1000, limit_per_host=1000),
+                timeout=timeout,
+                auto_decompress=False,  # the user gets the champion's bytes; only the mirror's copy is decoded
                 trust_env=False,
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                # Forward only the user's headers: no Accept-Encoding/User-Agent the user did not send.
+                skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent"),
             )
-        return self._client
+            self._loop = loop
+        return self._session
 
     async def aclose(self) -> None:
         """Close the connection pool to the champion."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        session, self._session, self._loop = self._session, None, None
+        if session is not None and not session.closed:
+            await session.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
@@ -202,28 +213,30 @@ class ShadowProxy:
         )
         headers = _strip_hop_by_hop(list(scope["headers"]), frozenset({b"host", b"content-length"}))
         headers += _forwarded_headers(scope)
-        client = self._http()
+        session = self._http()
         started = time.perf_counter()
         try:
-            upstream = await client.send(
-                client.build_request(scope["method"], url, headers=headers, content=body), stream=True
+            upstream = await session.request(
+                scope["method"],
+                URL(url, encoded=True),
+                headers=CIMultiDict(_text_pairs(headers)),
+                data=body or None,
+                allow_redirects=False,
             )
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             self.stats.champion_unreachable += 1
-            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+            status = 504 if isinstance(exc, TimeoutError) else 502
             self._count(status)
             log.warning("champion %s unreachable: %s", self.champion_url, exc)
             await _send_simple(send, status, f"{status} champion unreachable\n".encode(), b"text/plain")
             return
-        reply_headers = _strip_hop_by_hop(list(upstream.headers.raw))
+        reply_headers = _strip_hop_by_hop(list(upstream.raw_headers))
         teed: list[bytes] = []
         teed_len = 0
         truncated = False
         try:
-            await send(
-                {"type": "http.response.start", "status": upstream.status_code, "headers": reply_headers}
-            )
-            async for chunk in upstream.aiter_raw():
+            await send({"type": "http.response.start", "status": upstream.status, "headers": reply_headers})
+            async for chunk in upstream.content.iter_any():
                 if not chunk:
                     continue
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -234,15 +247,15 @@ class ShadowProxy:
                     teed.append(chunk[:room])
                     teed_len += min(room, len(chunk))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except httpx.HTTPError:
+        except (aiohttp.ClientError, TimeoutError):
             # Headers are out: the only honest signal left is to abort the connection mid-body.
             self.stats.champion_broke_midstream += 1
             raise
         finally:
-            await upstream.aclose()
+            upstream.release()
         latency_ms = (time.perf_counter() - started) * 1000
         self.stats.forwarded += 1
-        self._count(upstream.status_code)
+        self._count(upstream.status)
         if truncated:
             self.stats.tee_truncated += 1
         if self.mirror is None:
@@ -256,7 +269,7 @@ class ShadowProxy:
             received_at=received_at,
         )
         reply = ChampionReply(
-            status=upstream.status_code,
+            status=upstream.status,
             headers=_text_pairs(reply_headers),
             body=_decode_body(b"".join(teed), upstream.headers.get("content-encoding")),
             latency_ms=latency_ms,
