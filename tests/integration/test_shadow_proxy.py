@@ -7,18 +7,17 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from loopback import serve
 from ragreplay.shadow.proxy import ChampionReply, MirroredRequest, create_proxy
 
 CHUNKS = [f"chunk-{i}\n".encode() for i in range(4)]
@@ -83,32 +82,6 @@ def mirror(request: MirroredRequest, reply: ChampionReply) -> None:
     if mode == "sleep":
         time.sleep(0.8)
     MIRRORED.append((request, reply))
-
-
-def serve(app: object) -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    # no server/date headers of its own, so that the proxy passes the champion's on unchanged
-    config = uvicorn.Config(
-        app,  # type: ignore[arg-type]
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-        date_header=False,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "test server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=5)
-    sock.close()
 
 
 @pytest.fixture(scope="module")

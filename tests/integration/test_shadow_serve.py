@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections import Counter
@@ -14,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from loopback import serve
 from ragreplay.cli.shadow_cmd import build_app, build_sampler, parse_challengers
 from ragreplay.errors import ConfigError
 from ragreplay.shadow.mirror import RequestFields, ShadowServeApp
@@ -46,32 +45,6 @@ async def broken_route(request: Request) -> Response:
 async def hanging_route(request: Request) -> Response:
     await asyncio.sleep(2)
     return JSONResponse({"answer": "too late"})
-
-
-def serve(app: object) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread on a free loopback port; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,  # type: ignore[arg-type]
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-        date_header=False,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "test server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
-    sock.close()
 
 
 def app_of(route: object) -> Starlette:
