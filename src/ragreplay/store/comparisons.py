@@ -16,7 +16,14 @@ from sqlalchemy import Row, func, select, update
 
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
 from ragreplay.store.connect import StoreError
-from ragreplay.store.schema import cases, comparison_rows, comparisons, dumps
+from ragreplay.store.schema import (
+    cases,
+    comparison_rows,
+    comparisons,
+    dumps,
+    status_config_record,
+    status_config_row,
+)
 
 
 class ComparisonStatus(StrEnum):
@@ -66,7 +73,7 @@ class ComparisonsMixin(StoreBase):
                 raise StoreError(
                     f"A comparison with id {record.id!r} already exists in the store at {self.url}."
                 )
-            conn.execute(comparisons.insert(), [_comparison_row(record)])
+            conn.execute(comparisons.insert(), [status_config_row(record)])
 
     def get_comparison(self, id_or_prefix: str) -> ComparisonRecord | None:
         """The comparison with this id or unique id prefix; ``StoreError`` if the prefix is ambiguous."""
@@ -74,7 +81,9 @@ class ComparisonsMixin(StoreBase):
             found = unique_by_prefix(conn, comparisons.c.id, id_or_prefix, "comparison")
             if found is None:
                 return None
-            return _comparison(conn.execute(select(comparisons).where(comparisons.c.id == found)).one())
+            return status_config_record(
+                ComparisonRecord, conn.execute(select(comparisons).where(comparisons.c.id == found)).one()
+            )
 
     def list_comparisons(self, limit: int | None = None) -> list[ComparisonRecord]:
         """Comparisons, newest first, at most ``limit`` of them."""
@@ -84,7 +93,7 @@ class ComparisonsMixin(StoreBase):
             .limit(limit)
         )
         with self._read() as conn:
-            return [_comparison(r) for r in conn.execute(query)]
+            return [status_config_record(ComparisonRecord, r) for r in conn.execute(query)]
 
     def find_comparison(
         self, config_hash: str, dataset_hash: str, unfinished_only: bool = False
@@ -99,7 +108,7 @@ class ComparisonsMixin(StoreBase):
         query = query.order_by(comparisons.c.created_at.desc(), comparisons.c.id.desc()).limit(1)
         with self._read() as conn:
             row = conn.execute(query).first()
-        return None if row is None else _comparison(row)
+        return None if row is None else status_config_record(ComparisonRecord, row)
 
     def find_unfinished_comparison(self, config_hash: str, dataset_hash: str) -> ComparisonRecord | None:
         """The newest ``running`` or ``interrupted`` comparison of this configuration on this dataset."""
@@ -190,19 +199,6 @@ class ComparisonsMixin(StoreBase):
                 )
                 counts.update({cid: int(n) for cid, n in conn.execute(query)})
         return counts
-
-
-def _comparison_row(record: ComparisonRecord) -> dict[str, Any]:
-    row = record.model_dump(mode="python")
-    row["status"] = record.status.value
-    row["config"] = dumps(record.model_dump(mode="json")["config"])
-    return row
-
-
-def _comparison(row: Row[Any]) -> ComparisonRecord:
-    data = row._asdict()
-    data["config"] = json.loads(data["config"])
-    return ComparisonRecord.model_validate(data)
 
 
 def _row(row: Row[Any]) -> ComparisonRowRecord:

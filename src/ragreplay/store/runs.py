@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +12,14 @@ from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Answer, Judgment, Rewrite, Verdict
 from ragreplay.store.base import BATCH_SIZE, StoreBase, unique_by_prefix
 from ragreplay.store.connect import StoreError
-from ragreplay.store.schema import cases, dumps, results, runs, to_json
+from ragreplay.store.schema import (
+    cases,
+    results,
+    runs,
+    status_config_record,
+    status_config_row,
+    to_json,
+)
 
 _UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
 
@@ -27,7 +33,7 @@ class RunsMixin(StoreBase):
         with self._write() as conn:
             if conn.execute(select(runs.c.id).where(runs.c.id == run.id)).first() is not None:
                 raise StoreError(f"A run with id {run.id!r} already exists in the store at {self.url}.")
-            conn.execute(runs.insert(), [_run_row(run)])
+            conn.execute(runs.insert(), [status_config_row(run)])
             ids = list(dict.fromkeys(case_ids))
             for start in range(0, len(ids), BATCH_SIZE):
                 conn.execute(
@@ -49,13 +55,13 @@ class RunsMixin(StoreBase):
             found = unique_by_prefix(conn, runs.c.id, run_id_or_prefix, "run")
             if found is None:
                 return None
-            return _run(conn.execute(select(runs).where(runs.c.id == found)).one())
+            return status_config_record(RunRecord, conn.execute(select(runs).where(runs.c.id == found)).one())
 
     def list_runs(self, limit: int | None = None) -> list[RunRecord]:
         """Runs, newest first, at most ``limit`` of them."""
         query = select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
         with self._read() as conn:
-            return [_run(r) for r in conn.execute(query)]
+            return [status_config_record(RunRecord, r) for r in conn.execute(query)]
 
     def find_unfinished_run(self, config_hash: str, dataset_hash: str) -> RunRecord | None:
         """The newest ``running`` or ``interrupted`` run of this configuration on this dataset, to resume."""
@@ -68,7 +74,7 @@ class RunsMixin(StoreBase):
         )
         with self._read() as conn:
             row = conn.execute(query).first()
-        return None if row is None else _run(row)
+        return None if row is None else status_config_record(RunRecord, row)
 
     def set_run_status(self, run_id: str, status: RunStatus, finished_at: datetime | None = None) -> None:
         """Set a run's status and its ``finished_at`` (``None`` clears it, e.g. when a run resumes)."""
@@ -111,19 +117,6 @@ class RunsMixin(StoreBase):
         )
         with self._read() as conn:
             return {ResultStatus(status): int(n) for status, n in conn.execute(query)}
-
-
-def _run_row(run: RunRecord) -> dict[str, Any]:
-    row = run.model_dump(mode="python")
-    row["status"] = run.status.value
-    row["config"] = dumps(run.model_dump(mode="json")["config"])
-    return row
-
-
-def _run(row: Row[Any]) -> RunRecord:
-    data = row._asdict()
-    data["config"] = json.loads(data["config"])
-    return RunRecord.model_validate(data)
 
 
 def _result(row: Row[Any]) -> ResultRecord:

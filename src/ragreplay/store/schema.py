@@ -6,13 +6,16 @@ tables lives, frozen, in :mod:`ragreplay.store.migrations`; a test checks that b
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Boolean, Column, DateTime, Dialect, Integer, MetaData, Table, Text, TypeDecorator
+from sqlalchemy import Boolean, Column, DateTime, Dialect, Integer, MetaData, Row, Table, Text, TypeDecorator
 
 from ragreplay.core.ids import canonical_json
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -51,6 +54,21 @@ def to_json(model: BaseModel | None) -> str | None:
 def dumps(value: Any) -> str:
     """Canonical JSON text of plain data."""
     return canonical_json(value)
+
+
+def status_config_row(record: BaseModel) -> dict[str, Any]:
+    """The table row of a record with a ``status`` enum and a ``config`` mapping (runs, comparisons)."""
+    row = record.model_dump(mode="python")
+    row["status"] = str(row["status"].value)
+    row["config"] = dumps(record.model_dump(mode="json")["config"])
+    return row
+
+
+def status_config_record(model: type[RecordT], row: Row[Any]) -> RecordT:
+    """The record of ``model`` read back from a row written by :func:`status_config_row`."""
+    data = row._asdict()
+    data["config"] = json.loads(data["config"])
+    return model.model_validate(data)
 
 
 metadata = MetaData()
