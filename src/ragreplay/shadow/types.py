@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragreplay.core.types import Answer, TokenUsage
+from ragreplay.core.types import Answer, Feedback, TokenUsage
 
 
 def new_row_id() -> str:
@@ -63,3 +64,24 @@ class ShadowRow(BaseModel):
     challenger: str
     champion: ShadowAnswer
     candidate: ShadowAnswer
+
+
+FeedbackSource = Literal["api", "tap", "import"]
+"""How feedback arrived: the library or ``/_shadow/feedback`` (api), the app's own feedback endpoint seen by the
+proxy (tap), or ``ragreplay shadow feedback`` from a file (import)."""
+
+
+class ShadowFeedback(BaseModel):
+    """A user's GOOD/BAD on the answer the champion gave to live request ``request_id``.
+
+    Stored once per request: a later label for the same request replaces an earlier one (the user changed
+    their mind). ``comment`` is already redacted when the feedback is built.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str = Field(min_length=1)
+    feedback: Feedback
+    ts: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    comment: str | None = None
+    source: FeedbackSource = "api"

@@ -287,3 +287,20 @@ def m004_shadow_judgments(conn: Connection) -> None:
         Index("ix_shadow_judgments_judged", "judged_at"),
     )
     md.create_all(conn)
+
+
+@migration(5)
+def m005_shadow_feedback(conn: Connection) -> None:
+    """Live user feedback on champion answers, by request id (the last word of a user wins)."""
+    md = MetaData()
+    Table(
+        "shadow_feedback",
+        md,
+        Column("request_id", Id, primary_key=True),
+        Column("ts", UTCDateTime, nullable=False),
+        Column("feedback", Text, nullable=False),
+        Column("comment", Text),
+        Column("source", Text, nullable=False),
+        Index("ix_shadow_feedback_ts", "ts"),
+    )
+    md.create_all(conn)

@@ -228,3 +228,13 @@ shadow_judgments = Table(
     Column("error", Text),
     Column("payload", Text, nullable=False),
 )
+
+shadow_feedback = Table(
+    "shadow_feedback",
+    metadata,
+    Column("request_id", Id, primary_key=True),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("feedback", Text, nullable=False),
+    Column("comment", Text),
+    Column("source", Text, nullable=False),
+)

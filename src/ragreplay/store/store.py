@@ -14,6 +14,7 @@ from ragreplay.store.connect import StoreError, connection_failure, create_store
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.runs import RunsMixin
 from ragreplay.store.shadow import ShadowMixin
+from ragreplay.store.shadow_feedback import ShadowFeedbackMixin
 from ragreplay.store.shadow_judgments import ShadowJudgmentsMixin
 from ragreplay.store.sources import SourcesMixin
 
@@ -24,11 +25,12 @@ class Store(
     ComparisonsMixin,
     ShadowMixin,
     ShadowJudgmentsMixin,
+    ShadowFeedbackMixin,
     CacheMixin,
     BatchMixin,
     StoreBase,
 ):
-    """Sources, cases, pinned rewrites, runs, results, comparisons, shadow rows and the model-call cache.
+    """Sources, cases, pinned rewrites, runs, results, comparisons, shadow rows, live feedback and the model-call cache.
 
     Every method is synchronous and commits its own transaction. A store may be used from one thread other
     than the one that opened it (the async engine's writer thread).
