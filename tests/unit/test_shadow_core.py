@@ -190,3 +190,46 @@ def test_settings_that_could_never_shadow_are_refused() -> None:
         Shadow(FakeTarget("c"), {"a": FakeTarget("a"), "b": FakeTarget("b")}, max_in_flight=1)
     with pytest.raises(ConfigError, match="challenger_timeout_s"):
         Shadow(FakeTarget("c"), {"a": FakeTarget("a")}, challenger_timeout_s=0)
+
+
+async def test_feedback_reaches_the_log_by_the_callers_request_id() -> None:
+    champion, challenger = FakeTarget("champ"), FakeTarget("b")
+    shadow, sink = make_shadow(champion, challenger)
+    await shadow.handle("Hoeveel vakantiedagen?", request_id="msg-41")
+    assert shadow.feedback("msg-41", "thumbs_down", comment="mail me at jan@example.com") is True
+    assert shadow.feedback("msg-42", True) is True  # feedback on a request that was not shadowed is kept too
+    assert shadow.feedback("msg-43", "none") is False  # "no feedback": nothing to keep
+    with pytest.raises(ValueError, match="meh"):
+        shadow.feedback("msg-41", "meh")
+    with pytest.raises(ValueError, match="empty"):
+        shadow.feedback("  ", "good")
+    await shadow.aclose()
+    assert rows_by_challenger(sink)["b"].request_id == "msg-41"
+    assert {k: v.feedback.value for k, v in sink.feedback.items()} == {"msg-41": "bad", "msg-42": "good"}
+    stored = sink.feedback["msg-41"]
+    assert stored.source == "api" and stored.comment is not None
+    assert "jan@example.com" not in stored.comment  # redacted like queries
+    stats = shadow.stats()
+    assert (stats.feedback_offered, stats.feedback_written, stats.feedback_lost) == (2, 2, 0)
+
+
+async def test_long_request_ids_are_hashed_the_same_way_for_rows_and_feedback() -> None:
+    shadow, sink = make_shadow(FakeTarget("champ"), FakeTarget("b"))
+    long_id = "trace-" + "x" * 300
+    shadow.record("q", Answer(text="a"), request_id=long_id)
+    shadow.feedback(long_id, 0)
+    await shadow.aclose()
+    (row,) = sink.rows.values()
+    assert row.request_id.startswith("sha256:") and len(row.request_id) == 71
+    assert list(sink.feedback) == [row.request_id]
+
+
+async def test_feedback_without_a_store_is_not_kept_and_a_failing_store_counts_it_lost() -> None:
+    bare = Shadow(FakeTarget("champ"), {"b": FakeTarget("b")})
+    assert bare.feedback("r1", "good") is False
+    await bare.aclose()
+    shadow, sink = make_shadow(FakeTarget("champ"), FakeTarget("b"))
+    sink.failing = True
+    assert shadow.feedback("r1", "bad") is True  # queued: the caller is never blocked by the store
+    await shadow.aclose()
+    assert sink.feedback == {} and shadow.stats().feedback_lost == 1

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Sequence
 
 from ragreplay.core.types import Answer, Case, RetrievedChunk
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 
 
 class FakeSink:
@@ -15,6 +15,7 @@ class FakeSink:
 
     def __init__(self) -> None:
         self.rows: dict[str, ShadowRow] = {}
+        self.feedback: dict[str, ShadowFeedback] = {}
         self.batches: list[int] = []
         self.failing = False
         self.gate = threading.Event()
@@ -27,6 +28,14 @@ class FakeSink:
         self.batches.append(len(rows))
         for row in rows:
             self.rows.setdefault(row.id, row)
+
+    def write_shadow_feedback(self, items: Sequence[ShadowFeedback]) -> None:
+        if self.failing:
+            raise ConnectionError("store down")
+        for item in items:
+            seen = self.feedback.get(item.request_id)
+            if seen is None or item.ts >= seen.ts:
+                self.feedback[item.request_id] = item
 
 
 def make_row(i: int) -> ShadowRow:

@@ -3,11 +3,16 @@
 On the champion's path the shadow only counts, asks the sampler, and creates background tasks: it never
 awaits a challenger or the store there. Challengers run with a timeout; whatever they do (answer, fail, hang)
 ends up as a :class:`ShadowRow` handed to the :class:`ShadowLog`, and nothing is raised to the caller.
+
+Users' GOOD/BAD on the champion's answers comes back later through :meth:`Shadow.feedback`, keyed by the
+request id the caller gave :meth:`Shadow.handle` (or :meth:`Shadow.record`); it is queued to a
+:class:`FeedbackLog` the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import uuid
@@ -19,14 +24,28 @@ from typing import Protocol
 
 from ragreplay.core.types import Answer, Case, Feedback
 from ragreplay.errors import ConfigError
+from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ports import Target
-from ragreplay.shadow.log import ShadowLog
+from ragreplay.shadow.log import FeedbackLog, ShadowFeedbackSink, ShadowLog
 from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, salt_from_env
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+from ragreplay.shadow.types import FeedbackSource, ShadowAnswer, ShadowFeedback, ShadowRow
 
 logger = logging.getLogger(__name__)
 
 _DEFAULT = object()
+MAX_REQUEST_ID = 128
+"""Longer request ids (from a client header, say) are stored as their SHA-256, the same way everywhere."""
+
+
+def normalize_request_id(value: str) -> str:
+    """``value`` stripped; one longer than :data:`MAX_REQUEST_ID` becomes ``sha256:<hex>``. ``ValueError`` when
+    empty."""
+    value = value.strip()
+    if not value:
+        raise ValueError("a request id must not be empty")
+    if len(value) > MAX_REQUEST_ID:
+        return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
+    return value
 
 
 class SamplingPolicy(Protocol):
@@ -67,7 +86,7 @@ def live_case(request_id: str, query: str, user_id: str | None, tags: Mapping[st
 @dataclass(frozen=True)
 class ShadowStats:
     """The shadow's counters: requests seen and sampled, requests dropped because too many challengers were
-    in flight, challenger errors and timeouts, and the log's row counters."""
+    in flight, challenger errors and timeouts, the log's row counters and the feedback log's counters."""
 
     seen: int
     sampled: int
@@ -80,6 +99,10 @@ class ShadowStats:
     rows_dropped: int
     rows_lost: int
     rows_pending: int
+    feedback_offered: int = 0
+    feedback_written: int = 0
+    feedback_dropped: int = 0
+    feedback_lost: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for JSON and logs)."""
@@ -97,8 +120,9 @@ class _Request:
         user_id: str | None,
         tags: Mapping[str, str] | None,
         case: Case | None,
+        request_id: str,
     ) -> None:
-        self.id = uuid.uuid4().hex
+        self.id = request_id
         self.ts = datetime.now(UTC)
         self.query = query
         self.champion = champion
@@ -115,14 +139,7 @@ class _Request:
 
     @cached_property
     def stored_query(self) -> str:
-        redact = self._shadow.redact
-        if redact is None:
-            return self.query
-        try:
-            return redact(self.query)
-        except Exception as exc:  # never store the raw query because a redactor broke
-            logger.warning("shadow redactor failed (%s); query not stored", exc)
-            return "[redaction failed]"
+        return self._shadow._redacted(self.query)
 
     @cached_property
     def user_hash(self) -> str | None:
@@ -139,6 +156,7 @@ class Shadow:
     ``redact`` defaults to :func:`~ragreplay.shadow.privacy.default_redactor` (``None`` stores queries as
     they are); user ids are hashed with ``salt`` (or ``RAGREPLAY_SHADOW_SALT``) unless ``hash_user_ids`` is
     off. Without a ``log`` rows are built and counted but not kept. The shadow does not close the targets.
+    Feedback goes to ``feedback_log``; by default a :class:`FeedbackLog` on the ``log``'s store.
     """
 
     def __init__(
@@ -152,6 +170,7 @@ class Shadow:
         salt: str = "",
         challenger_timeout_s: float = 30.0,
         max_in_flight: int = 100,
+        feedback_log: FeedbackLog | None = None,
     ) -> None:
         if challenger_timeout_s <= 0:
             raise ConfigError(f"shadow challenger_timeout_s must be > 0, got {challenger_timeout_s}.")
@@ -165,6 +184,10 @@ class Shadow:
         self.challengers = dict(challengers)
         self.sampler: SamplingPolicy = sampler if sampler is not None else AlwaysSample()
         self.log = log
+        if feedback_log is None and log is not None and hasattr(log.store, "write_shadow_feedback"):
+            sink: ShadowFeedbackSink = log.store  # type: ignore[assignment]
+            feedback_log = FeedbackLog(sink)
+        self.feedback_log = feedback_log
         self.redact = redact
         self.hash_user_ids = hash_user_ids
         self.salt = salt or salt_from_env()
@@ -180,19 +203,24 @@ class Shadow:
         self.rows_built = 0
 
     async def handle(
-        self, query: str, user_id: str | None = None, tags: Mapping[str, str] | None = None
+        self,
+        query: str,
+        user_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        request_id: str | None = None,
     ) -> Answer:
         """The champion's answer to ``query``, returned as soon as it is ready.
 
         A champion exception propagates unchanged (nothing is shadowed then). When the request is sampled,
-        the challengers answer it in background tasks.
+        the challengers answer it in background tasks. Pass your own ``request_id`` (e.g. the id of the
+        message the user sees) to attach the user's feedback later with :meth:`feedback`.
         """
-        request_id = uuid.uuid4().hex
-        case = live_case(request_id, query, user_id, tags)
+        rid = _request_id(request_id)
+        case = live_case(rid, query, user_id, tags)
         start = time.perf_counter()
         answer = await self.champion.answer(query, case)
         measured_ms = (time.perf_counter() - start) * 1000
-        self._record(query, answer, user_id, tags, case, measured_ms)
+        self._record(query, answer, user_id, tags, case, measured_ms, rid)
         return answer
 
     def record(
@@ -201,12 +229,57 @@ class Shadow:
         champion_answer: Answer,
         user_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        request_id: str | None = None,
     ) -> None:
         """Shadow a request whose champion answer the caller already has; returns at once, never raises.
 
         Must be called from inside a running event loop (the challengers run as tasks on it).
         """
-        self._record(query, champion_answer, user_id, tags, None, None)
+        try:
+            rid = _request_id(request_id)
+        except ValueError:
+            rid = uuid.uuid4().hex
+        self._record(query, champion_answer, user_id, tags, None, None, rid)
+
+    def feedback(
+        self,
+        request_id: str,
+        label: Feedback | str | bool | int | float,
+        comment: str | None = None,
+        source: FeedbackSource = "api",
+        at: datetime | None = None,
+    ) -> bool:
+        """Queue the user's GOOD/BAD on the champion's answer to ``request_id``; returns at once.
+
+        ``label`` is read like feedback in logs (``good``, ``thumbs_down``, ``True``, ``1``, ``0`` ...). A later
+        label for the same request replaces an earlier one. ``comment`` is redacted like queries. Returns
+        ``False`` when there is nothing to keep (no feedback log, or a label meaning "no feedback") or the
+        queue dropped it; raises ``ValueError`` for an empty request id or a label that is not feedback.
+        """
+        rid = normalize_request_id(request_id)
+        try:
+            value = label if isinstance(label, Feedback) else parse_feedback(label)
+        except FeedbackValueError as exc:
+            raise ValueError(str(exc)) from None
+        if value is None or self.feedback_log is None:
+            return False
+        item = ShadowFeedback(
+            request_id=rid,
+            feedback=value,
+            ts=at or datetime.now(UTC),
+            comment=None if comment is None else self._redacted(comment),
+            source=source,
+        )
+        return self.feedback_log.offer(item)
+
+    def _redacted(self, text: str) -> str:
+        if self.redact is None:
+            return text
+        try:
+            return self.redact(text)
+        except Exception as exc:  # never store the raw text because a redactor broke
+            logger.warning("shadow redactor failed (%s); text not stored", exc)
+            return "[redaction failed]"
 
     def _record(
         self,
@@ -216,6 +289,7 @@ class Shadow:
         tags: Mapping[str, str] | None,
         case: Case | None,
         measured_ms: float | None,
+        request_id: str,
     ) -> None:
         try:
             self.seen += 1
@@ -226,7 +300,7 @@ class Shadow:
                 self.dropped += 1
                 return
             champion = ShadowAnswer.from_answer(answer, measured_ms)
-            request = _Request(self, query, champion, user_id, tags, case)
+            request = _Request(self, query, champion, user_id, tags, case, request_id)
             for name, target in self.challengers.items():
                 task = asyncio.create_task(self._challenge(request, name, target))
                 self._tasks.add(task)
@@ -297,6 +371,7 @@ class Shadow:
     def stats(self) -> ShadowStats:
         """The counters now."""
         log = self.log.stats() if self.log is not None else None
+        fb = self.feedback_log.stats() if self.feedback_log is not None else None
         return ShadowStats(
             seen=self.seen,
             sampled=self.sampled,
@@ -309,6 +384,10 @@ class Shadow:
             rows_dropped=log.dropped if log else 0,
             rows_lost=log.lost if log else 0,
             rows_pending=log.pending if log else 0,
+            feedback_offered=fb.offered if fb else 0,
+            feedback_written=fb.written if fb else 0,
+            feedback_dropped=fb.dropped if fb else 0,
+            feedback_lost=fb.lost if fb else 0,
         )
 
     async def aclose(self, timeout_s: float = 10.0, log_timeout_s: float = 5.0) -> None:
@@ -322,6 +401,12 @@ class Shadow:
                 await asyncio.wait(pending, timeout=1.0)
         if self.log is not None:
             await self.log.aclose(log_timeout_s)
+        if self.feedback_log is not None:
+            await self.feedback_log.aclose(log_timeout_s)
+
+
+def _request_id(given: str | None) -> str:
+    return uuid.uuid4().hex if given is None else normalize_request_id(given)
 
 
 def _ms(start: float) -> float:

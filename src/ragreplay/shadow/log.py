@@ -1,7 +1,8 @@
-"""The shadow log: rows queue in memory and a background task writes them to the store in batches.
+"""The shadow log: rows (and live feedback) queue in memory and a background task writes them to the store in
+batches.
 
-Nothing here ever raises to the caller or waits on the store on the caller's path. When the queue is full a
-row is dropped; when a batch cannot be written (store down) its rows are lost. Both are counted, and the log
+Nothing here ever raises to the caller or waits on the store on the caller's path. When the queue is full an
+item is dropped; when a batch cannot be written (store down) its items are lost. Both are counted, and the log
 keeps going: the next batch is tried as usual. So ``written == offered - dropped - lost - pending``.
 """
 
@@ -11,12 +12,12 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
-from ragreplay.shadow.types import ShadowRow
+from ragreplay.shadow.types import ShadowFeedback, ShadowRow
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,17 @@ class ShadowRowSink(Protocol):
     def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:
         """Write ``rows`` in one transaction; rows whose id exists already are skipped."""
         ...
+
+
+class ShadowFeedbackSink(Protocol):
+    """Where live feedback is written: the :class:`~ragreplay.store.Store`, or a fake in tests."""
+
+    def write_shadow_feedback(self, items: Sequence[ShadowFeedback]) -> None:
+        """Write ``items`` in one transaction; per request the latest label wins."""
+        ...
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,27 +53,29 @@ class LogStats:
     last_error: str | None
 
 
-class ShadowLog:
-    """A bounded queue of :class:`ShadowRow` written by a background task, ``batch_size`` rows at a time.
+class BatchLog(Generic[T]):
+    """A bounded queue of items handed to ``write`` by a background task, ``batch_size`` at a time.
 
-    The store is called in a worker thread, so a slow store never blocks the event loop. The task starts on
+    ``write`` is called in a worker thread, so a slow store never blocks the event loop. The task starts on
     the first :meth:`offer` made inside a running event loop.
     """
 
     def __init__(
         self,
-        store: ShadowRowSink,
+        write: Callable[[Sequence[T]], None],
         batch_size: int = 200,
         flush_interval_s: float = 0.2,
         max_queue: int = 10_000,
+        name: str = "shadow log",
     ) -> None:
         if batch_size < 1 or max_queue < 1 or flush_interval_s <= 0:
             raise ValueError("batch_size and max_queue must be >= 1 and flush_interval_s > 0")
-        self._store = store
+        self._write_batch = write
+        self._name = name
         self._batch_size = batch_size
         self._interval = flush_interval_s
         self._max_queue = max_queue
-        self._queue: deque[ShadowRow] = deque()
+        self._queue: deque[T] = deque()
         self._in_write = 0
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -73,13 +87,13 @@ class ShadowLog:
         self.lost = 0
         self.last_error: str | None = None
 
-    def offer(self, row: ShadowRow) -> bool:
-        """Queue ``row`` for writing; ``False`` (and counted as dropped) when the queue is full or closed."""
+    def offer(self, item: T) -> bool:
+        """Queue ``item`` for writing; ``False`` (and counted as dropped) when the queue is full or closed."""
         self.offered += 1
         if self._closing or len(self._queue) >= self._max_queue:
             self.dropped += 1
             return False
-        self._queue.append(row)
+        self._queue.append(item)
         if self._task is None:
             self._start()
         if len(self._queue) >= self._batch_size and self._wake is not None:
@@ -117,7 +131,7 @@ class ShadowLog:
         unwritten = len(self._queue)
         if unwritten:
             self.lost += unwritten
-            logger.warning("shadow log closed with %d row(s) unwritten", unwritten)
+            logger.warning("%s closed with %d item(s) unwritten", self._name, unwritten)
         self._queue.clear()
         self._in_write = 0
         if self._executor is not None:
@@ -130,8 +144,8 @@ class ShadowLog:
         except RuntimeError:
             return  # no loop yet: the rows wait for the next offer inside one, or for aclose
         self._wake = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragreplay-shadow-log")
-        self._task = loop.create_task(self._run(), name="ragreplay-shadow-log")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ragreplay-{self._name}")
+        self._task = loop.create_task(self._run(), name=f"ragreplay-{self._name}")
 
     async def _run(self) -> None:
         assert self._wake is not None
@@ -152,11 +166,11 @@ class ShadowLog:
         self._in_write = n
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._executor, self._store.write_shadow_rows, batch)
+            await loop.run_in_executor(self._executor, self._write_batch, batch)
         except Exception as exc:  # a store failure must never stop the log
             self.lost += n
             if self.last_error is None or not self.last_error.startswith(type(exc).__name__):
-                logger.warning("shadow log: %d row(s) lost, the store failed: %s", n, exc)
+                logger.warning("%s: %d item(s) lost, the store failed: %s", self._name, n, exc)
             self.last_error = f"{type(exc).__name__}: {exc}"
             return False
         except asyncio.CancelledError:  # aclose ran out of time while this batch was with the store
@@ -167,3 +181,31 @@ class ShadowLog:
             return True
         finally:
             self._in_write = 0
+
+
+class ShadowLog(BatchLog[ShadowRow]):
+    """The log of shadow rows, written to ``store`` (``store.write_shadow_rows``)."""
+
+    def __init__(
+        self,
+        store: ShadowRowSink,
+        batch_size: int = 200,
+        flush_interval_s: float = 0.2,
+        max_queue: int = 10_000,
+    ) -> None:
+        super().__init__(store.write_shadow_rows, batch_size, flush_interval_s, max_queue, "shadow log")
+        self.store = store
+
+
+class FeedbackLog(BatchLog[ShadowFeedback]):
+    """The log of live feedback, written to ``store`` (``store.write_shadow_feedback``)."""
+
+    def __init__(
+        self,
+        store: ShadowFeedbackSink,
+        batch_size: int = 200,
+        flush_interval_s: float = 0.2,
+        max_queue: int = 10_000,
+    ) -> None:
+        super().__init__(store.write_shadow_feedback, batch_size, flush_interval_s, max_queue, "feedback log")
+        self.store = store
