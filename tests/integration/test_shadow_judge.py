@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from ragreplay.cli.app import main
-from ragreplay.core.types import Fit
+from ragreplay.core.types import Feedback, Fit
 from ragreplay.errors import ConfigError
 from ragreplay.shadow.judging import parse_since
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 
 NOW = datetime.now(UTC)
@@ -133,6 +133,35 @@ def test_report_grid_matches_the_judgments_in_every_format(
         assert "agreement (FIT)" in out and "order consistency" in out
         assert "1/3" in out  # the same agreement count as the JSON
         assert "+50 ms" in out.replace("+50.0 ms", "+50 ms")
+        assert "users rated" not in out  # no live feedback stored: no feedback rows
+    assert b["feedback"] is None
+
+
+def test_report_adds_the_verdict_matrix_where_users_rated_the_champion(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store.write_shadow_rows(first_rows())
+    assert judge(store_url, "--since", "30d") == 0
+    labels = {"r1": Feedback.GOOD, "r2": Feedback.BAD, "r3": Feedback.GOOD, "r4": Feedback.BAD}
+    labels |= {"r5": Feedback.BAD, "nowhere": Feedback.BAD}  # a label without a shadow row is left out
+    store.write_shadow_feedback(
+        [ShadowFeedback(request_id=f"req-{k}", feedback=v, ts=NOW) for k, v in labels.items()]
+    )
+    fb = report_json(store_url, capsys)["challengers"][0]["feedback"]
+    # r4 failed on a side: left out like every errored row; r5 is rated but its agreement is unscorable
+    assert (fb["n_good"], fb["n_bad"], fb["unscorable"]) == (2, 2, 1)
+    counts = fb["verdicts"]["counts"]
+    assert counts == {"GOOD_FIT": 1, "GOOD_NO_FIT": 1, "BAD_FIT": 0, "BAD_NO_FIT": 1}
+    assert (fb["verdicts"]["good_maintenance"]["k"], fb["verdicts"]["good_maintenance"]["n"]) == (1, 2)
+    assert (fb["verdicts"]["bad_change"]["k"], fb["verdicts"]["bad_change"]["n"]) == (1, 1)
+    bad, good = fb["preference_bad"], fb["preference_good"]
+    assert (bad["challenger_wins"], bad["champion_wins"], bad["ties"]) == (1, 0, 0)
+    assert (good["challenger_wins"], good["champion_wins"], good["ties"]) == (0, 1, 1)
+    for fmt in ("text", "md"):
+        assert main(["shadow", "report", "--db", store_url, "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        assert "users rated champion good / bad" in out and "2 / 2" in out
+        assert "BAD_NO_FIT" in out and "GOOD_FIT" in out
 
 
 def test_local_judge_and_random_order(

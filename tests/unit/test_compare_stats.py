@@ -167,3 +167,44 @@ def test_tag_breakdowns_split_agreement_and_preference_by_value() -> None:
     assert nl.preference.challenger_wins == expected.count("challenger")
     assert nl.preference.ties == expected.count("tie")
     assert tags[("lang", "en")].agreement.k == 20
+
+
+def test_feedback_figures_cross_the_users_label_with_agreement_and_preference() -> None:
+    from ragreplay.core.compare_stats import feedback_figures
+    from ragreplay.core.types import Feedback, Verdict
+
+    def r(fb: Feedback | None, fit: Fit | None, pref: str | None) -> CompareRow:
+        return CompareRow(case_id="c", challenger="b", feedback=fb, agreement=fit, preference=pref)  # type: ignore[arg-type]
+
+    good, bad = Feedback.GOOD, Feedback.BAD
+    rows = [
+        *[r(good, Fit.FIT, "tie")] * 6,
+        *[r(good, Fit.NO_FIT, "champion")] * 2,
+        r(good, Fit.NO_FIT, "challenger"),
+        *[r(bad, Fit.NO_FIT, "challenger")] * 3,
+        r(bad, Fit.FIT, "tie"),
+        r(bad, Fit.UNSCORABLE, None),
+        *[r(None, Fit.NO_FIT, "challenger")] * 5,  # unrated rows do not count
+    ]
+    f = feedback_figures(rows)
+    assert f is not None
+    assert (f.n_good, f.n_bad, f.unscorable) == (9, 5, 1)
+    assert f.verdicts.counts == {
+        Verdict.GOOD_FIT: 6,
+        Verdict.GOOD_NO_FIT: 3,
+        Verdict.BAD_FIT: 1,
+        Verdict.BAD_NO_FIT: 3,
+    }
+    assert (f.verdicts.good_maintenance.k, f.verdicts.good_maintenance.n) == (6, 9)
+    assert (f.verdicts.bad_change.k, f.verdicts.bad_change.n) == (3, 4)
+    assert (f.preference_good.challenger_wins, f.preference_good.champion_wins, f.preference_good.ties) == (
+        1,
+        2,
+        6,
+    )
+    assert (f.preference_bad.challenger_wins, f.preference_bad.champion_wins, f.preference_bad.ties) == (
+        3,
+        0,
+        1,
+    )
+    assert feedback_figures([r(None, Fit.FIT, "tie")]) is None

@@ -122,19 +122,22 @@ def report(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """The champion-vs-challenger grid of the judged shadow rows: agreement, preference, consistency,
-    latency, cost and per tag. Calls no model: run `ragreplay shadow judge` first."""
+    latency, cost, per tag and, where users rated the champion's answer, the GOOD/BAD verdict matrix.
+    Calls no model: run `ragreplay shadow judge` first."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     start = parse_since(since)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         judged = store.load_shadow_judgments(start)
+        stored = store.shadow_feedback_for(row.request_id for row, _ in judged)
     if not judged:
         err_console.print(
             f"no judged shadow rows since {since}: run `ragreplay shadow judge --since {since}` first",
             highlight=False,
         )
-    summary = shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC")
+    labels = {request_id: item.feedback for request_id, item in stored.items()}
+    summary = shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC", labels)
     if fmt == "text":
         console.print(build_comparison_renderable(summary))
     else:

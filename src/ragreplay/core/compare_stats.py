@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragreplay.core.summary import RateValue, percentile
-from ragreplay.core.types import Fit
+from ragreplay.core.summary import RateValue, VerdictRates, percentile
+from ragreplay.core.types import Feedback, Fit, Verdict
+from ragreplay.core.verdicts import verdict_for
 
 Preferred = Literal["champion", "challenger", "tie"]
 
@@ -166,6 +167,8 @@ class CompareRow(_Frozen):
     challenger_wrong_language: bool = False
     error: str | None = None
     reason: str = ""
+    feedback: Feedback | None = None
+    """The user's label on the champion's answer, when the user gave one (live shadow traffic)."""
 
 
 class PositionFigures(_Frozen):
@@ -218,6 +221,19 @@ class TagBreakdown(_Frozen):
     preference: PreferenceStats
 
 
+class FeedbackFigures(_Frozen):
+    """The challenger on the champion answers users rated: the verdict matrix of the user's label with the
+    agreement judge (GOOD_FIT: a liked answer kept; BAD_NO_FIT: a disliked answer changed, for review) and
+    who the pairwise judge preferred among GOOD- and among BAD-rated answers."""
+
+    n_good: int
+    n_bad: int
+    verdicts: VerdictRates
+    unscorable: int
+    preference_good: PreferenceStats
+    preference_bad: PreferenceStats
+
+
 class ChallengerSummary(_Frozen):
     """Everything reported for the champion against one challenger."""
 
@@ -236,6 +252,8 @@ class ChallengerSummary(_Frozen):
     challenger_wrong_language: int
     by_tag: list[TagBreakdown]
     warnings: list[str]
+    feedback: FeedbackFigures | None = None
+    """``None`` when no row carries user feedback (offline comparisons)."""
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
@@ -282,6 +300,29 @@ def preference_of(rows: Sequence[CompareRow], min_n: int = MIN_N_PREFERENCE) -> 
 def disagreements(rows: Sequence[CompareRow]) -> list[CompareRow]:
     """Rows the agreement judge found NO_FIT: the two pipelines reached different answers."""
     return [r for r in rows if r.agreement == Fit.NO_FIT]
+
+
+def feedback_figures(rows: Sequence[CompareRow]) -> FeedbackFigures | None:
+    """The verdict matrix and preference by user label over the rows with feedback; ``None`` if none has."""
+    rated = [r for r in rows if r.feedback is not None]
+    if not rated:
+        return None
+    counts: dict[Verdict, int] = defaultdict(int)
+    for row in rated:
+        assert row.feedback is not None
+        verdict = verdict_for(row.feedback, row.agreement) if row.agreement is not None else None
+        if verdict is not None:
+            counts[verdict] += 1
+    good = [r for r in rated if r.feedback == Feedback.GOOD]
+    bad = [r for r in rated if r.feedback == Feedback.BAD]
+    return FeedbackFigures(
+        n_good=len(good),
+        n_bad=len(bad),
+        verdicts=VerdictRates.of(counts),
+        unscorable=len(rated) - sum(counts.values()),
+        preference_good=preference_of(good),
+        preference_bad=preference_of(bad),
+    )
 
 
 def tag_breakdowns(rows: Sequence[CompareRow]) -> list[TagBreakdown]:
@@ -338,4 +379,5 @@ def summarize_challenger(
         challenger_wrong_language=sum(r.challenger_wrong_language for r in ok),
         by_tag=tag_breakdowns(ok),
         warnings=warnings,
+        feedback=feedback_figures(ok),
     )

@@ -86,6 +86,34 @@ def grid_rows(summary: ComparisonSummary) -> list[tuple[str, list[str]]]:
             "wrong language champion / challenger",
             [f"{s.champion_wrong_language} / {s.challenger_wrong_language}" for s in cs],
         ),
+        *feedback_rows(cs),
+    ]
+
+
+def feedback_rows(cs: list[ChallengerSummary]) -> list[tuple[str, list[str]]]:
+    """The user-feedback figures of the grid; none when no challenger has rated rows."""
+    if all(s.feedback is None for s in cs):
+        return []
+    none = "–"
+    f = [s.feedback for s in cs]
+    return [
+        ("users rated champion good / bad", [none if x is None else f"{x.n_good} / {x.n_bad}" for x in f]),
+        (
+            "good answers kept (GOOD_FIT)",
+            [none if x is None else rate_text(x.verdicts.good_maintenance) for x in f],
+        ),
+        (
+            "bad answers changed (BAD_NO_FIT, review)",
+            [none if x is None else rate_text(x.verdicts.bad_change) for x in f],
+        ),
+        (
+            "preference where users said bad",
+            [none if x is None else preference_text(x.preference_bad) for x in f],
+        ),
+        (
+            "preference where users said good",
+            [none if x is None else preference_text(x.preference_good) for x in f],
+        ),
     ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -194,8 +194,11 @@ async def judge_shadow(
     return counts
 
 
-def compare_row(row: ShadowRow, record: ShadowJudgmentRecord) -> CompareRow:
-    """The comparison row of a judged shadow row: figures from the row, decisions from the judgment."""
+def compare_row(
+    row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None = None
+) -> CompareRow:
+    """The comparison row of a judged shadow row: figures from the row, decisions from the judgment, and the
+    user's ``feedback`` on the champion's answer when there is some."""
     expected = expected_language(row.query, row.tags)
     return CompareRow(
         case_id=row.id,
@@ -215,6 +218,7 @@ def compare_row(row: ShadowRow, record: ShadowJudgmentRecord) -> CompareRow:
         challenger_wrong_language=is_wrong_language(row.candidate.text, expected),
         error=record.error,
         reason=str(record.payload.get("reason", "")),
+        feedback=feedback,
     )
 
 
@@ -222,9 +226,15 @@ def _names(values: Sequence[str]) -> str:
     return ", ".join(dict.fromkeys(values)) or "-"
 
 
-def shadow_summary(judged: Sequence[tuple[ShadowRow, ShadowJudgmentRecord]], label: str) -> ComparisonSummary:
-    """The comparison grid per challenger from stored judgments and their rows (``label`` names the window)."""
-    rows = [compare_row(row, record) for row, record in judged]
+def shadow_summary(
+    judged: Sequence[tuple[ShadowRow, ShadowJudgmentRecord]],
+    label: str,
+    feedback: Mapping[str, Feedback] | None = None,
+) -> ComparisonSummary:
+    """The comparison grid per challenger from stored judgments and their rows (``label`` names the window);
+    ``feedback`` maps request ids to the user's label on the champion's answer."""
+    labels = feedback or {}
+    rows = [compare_row(row, record, labels.get(row.request_id)) for row, record in judged]
     outcomes: dict[str, list[PairOutcome]] = {}
     for _, record in judged:
         if record.payload.get("outcome") is not None:
