@@ -1,7 +1,9 @@
 """`ragreplay shadow serve`: put the shadow proxy in front of the champion RAG app.
 
-Every request goes to the champion and its response goes back unchanged. Sampled JSON requests are also sent,
-off the user's path, to each challenger (same body), and each (request, challenger) pair is logged to the store.
+Every request goes to the champion and its response goes back unchanged. Sampled JSON requests (on the
+``--mirror-path`` paths) are also sent, off the user's path, to each challenger (same body), and each (request,
+challenger) pair is logged to the store. Users' feedback is read from the app's own feedback endpoint
+(``--feedback-path``) or posted to ``/_shadow/feedback``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.log import ShadowLog
-from ragreplay.shadow.mirror import MirrorHttpTarget, ProxyMirror, RequestFields, ShadowServeApp
+from ragreplay.shadow.mirror import (
+    FeedbackTap,
+    MirrorHttpTarget,
+    ProxyMirror,
+    RequestFields,
+    ShadowServeApp,
+)
 from ragreplay.shadow.proxy import create_proxy
 from ragreplay.shadow.sampler import Per, Sampler, parse_window
 from ragreplay.store import Store
@@ -36,6 +44,15 @@ def check_champion_url(url: str, flag: str = "--champion") -> str:
             "e.g. http://127.0.0.1:8000 (paths and queries of each request are appended)."
         )
     return url
+
+
+def check_path(value: str, flag: str) -> str:
+    """A request path (or shell pattern) starting with ``/``; else a `ConfigError`."""
+    if not value.startswith("/") or "://" in value or any(c.isspace() for c in value):
+        raise ConfigError(
+            f"{flag} {value!r} is not a path. Fix: give the path alone, e.g. /ask or /api/*/chat"
+        )
+    return value
 
 
 def parse_challengers(values: list[str]) -> dict[str, str]:
@@ -84,8 +101,12 @@ def build_app(
     fields: RequestFields,
     timeout_s: float = 60.0,
     challenger_timeout_s: float = 30.0,
+    mirror_paths: tuple[str, ...] = (),
+    feedback: FeedbackTap | None = None,
 ) -> ShadowServeApp:
-    """The proxy with the shadow wired: challengers as HTTP targets, rows logged to `store` (closed on exit)."""
+    """The proxy with the shadow wired: challengers as HTTP targets, rows and feedback logged to `store`
+    (closed on exit); only `mirror_paths` (all when empty) are shadowed; `feedback` reads the app's own
+    feedback endpoint."""
     targets = {
         name: MirrorHttpTarget(name, url, fields, challenger_timeout_s + 1)
         for name, url in challengers.items()
@@ -97,7 +118,7 @@ def build_app(
         log=ShadowLog(store),
         challenger_timeout_s=challenger_timeout_s,
     )
-    mirror = ProxyMirror(shadow, fields)
+    mirror = ProxyMirror(shadow, fields, mirror_paths=mirror_paths, feedback=feedback)
 
     async def close() -> None:
         for target in targets.values():
@@ -150,10 +171,43 @@ def serve(
         float, typer.Option(help="Seconds to wait for the champion before answering 504.")
     ] = 60.0,
     challenger_timeout: Annotated[float, typer.Option(help="Seconds a challenger may take.")] = 30.0,
+    mirror_path: Annotated[
+        list[str] | None,
+        typer.Option(help="Shadow only requests to this path; shell patterns like /api/*/ask (repeatable)."),
+    ] = None,
+    request_id_header: Annotated[
+        str, typer.Option(help="Request header holding the id that feedback refers to ('' for none).")
+    ] = "X-Request-Id",
+    request_id_path: Annotated[
+        str | None,
+        typer.Option(help="Dotted path of that id in the champion's JSON reply, when no header has it."),
+    ] = None,
+    feedback_path: Annotated[
+        str | None,
+        typer.Option(help="The app's own feedback endpoint (e.g. /feedback): forwarded as usual, and read."),
+    ] = None,
+    feedback_id_path: Annotated[
+        str, typer.Option(help="Dotted path of the request id in the feedback request body.")
+    ] = "request_id",
+    feedback_label_path: Annotated[
+        str, typer.Option(help="Dotted path of the label (good/bad, thumbs, 1/0) in the feedback body.")
+    ] = "feedback",
+    feedback_comment_path: Annotated[
+        str | None, typer.Option(help="Dotted path of a free-text comment in the feedback body.")
+    ] = None,
 ) -> None:
     """Forward every request to the champion unchanged; shadow a sample to the challengers; counters at
-    /_shadow/stats."""
+    /_shadow/stats; users' feedback via --feedback-path or POST /_shadow/feedback."""
     check_champion_url(champion)
+    paths = tuple(check_path(p, "--mirror-path") for p in mirror_path or [])
+    tap = None
+    if feedback_path is not None:
+        tap = FeedbackTap(
+            check_path(feedback_path, "--feedback-path"),
+            feedback_id_path,
+            feedback_label_path,
+            feedback_comment_path,
+        )
     urls = parse_challengers(challenger or [])
     sampler = build_sampler(sample, window or [], tz, per)
     questions = (question_path,) if question_path != "question" else ("question", "query")
@@ -163,6 +217,8 @@ def serve(
         contexts_path=contexts_path,
         user_path=user_path,
         tags_path=tags_path,
+        request_id_header=request_id_header or None,
+        request_id_path=request_id_path,
     )
     try:
         import uvicorn
@@ -171,7 +227,17 @@ def serve(
     app: object
     if urls:
         store = Store.open(db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB)
-        app = build_app(champion, urls, store, sampler, fields, timeout, challenger_timeout)
+        app = build_app(
+            champion,
+            urls,
+            store,
+            sampler,
+            fields,
+            timeout,
+            challenger_timeout,
+            mirror_paths=paths,
+            feedback=tap,
+        )
         shadowed = f"challengers {', '.join(urls)}"
     else:  # no challenger: forward and count only, no store needed
         app = create_proxy(champion, mirror=None, timeout_s=timeout)

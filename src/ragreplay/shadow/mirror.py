@@ -1,15 +1,20 @@
 """Wiring the shadow proxy to the Shadow library: each proxied exchange becomes a ``Shadow.record`` call.
 
-:class:`ProxyMirror` reads the question (and user id, tags) from the user's JSON request and the champion's
-answer from its JSON reply. Challengers are HTTP endpoints that receive the *same* request bytes
-(:class:`MirrorHttpTarget`): the raw request travels to them in a context variable, which the challenger
-tasks inherit because ``Shadow.record`` creates them while the variable is set.
+:class:`ProxyMirror` reads the question (and user id, tags, request id) from the user's JSON request and the
+champion's answer from its JSON reply; only paths matching ``mirror_paths`` are shadowed. Challengers are HTTP
+endpoints that receive the *same* request bytes (:class:`MirrorHttpTarget`): the raw request travels to them in
+a context variable, which the challenger tasks inherit because ``Shadow.record`` creates them while the variable
+is set.
+
+Users' feedback reaches the shadow two ways: the app's own feedback endpoint, forwarded as usual and read on the
+way (:class:`FeedbackTap`), or ``POST /_shadow/feedback`` answered by the proxy itself (:class:`ShadowServeApp`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import fnmatch
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,6 +34,8 @@ from ragreplay.shadow.proxy import (
     Send,
     ShadowProxy,
 )
+from ragreplay.shadow.proxy import _read_body as read_body
+from ragreplay.shadow.proxy import _send_simple as send_simple
 from ragreplay.targets.http import get_path
 from ragreplay.targets.python import coerce_chunks
 
@@ -64,6 +71,24 @@ class RequestFields:
     user_header: str | None = "X-User-Id"
     user_path: str | None = None
     tags_path: str | None = None
+    request_id_header: str | None = "X-Request-Id"
+    """The request id (to attach feedback later) comes from this request header first ..."""
+    request_id_path: str | None = None
+    """... then from this dotted path in the champion's JSON reply; else the shadow makes one up."""
+
+
+@dataclass(frozen=True)
+class FeedbackTap:
+    """Where the app's own feedback endpoint keeps the request id and the label (dotted paths in its JSON
+    request body). Requests to ``path`` are forwarded unchanged; after a reply below 400 the label is recorded."""
+
+    path: str
+    id_path: str = "request_id"
+    label_path: str = "feedback"
+    comment_path: str | None = None
+
+
+FEEDBACK_PATH = "/_shadow/feedback"
 
 
 def _lookup(data: Any, path: str | None) -> Any:
@@ -75,9 +100,10 @@ def _lookup(data: Any, path: str | None) -> Any:
         return None
 
 
-def parse_answer(body: bytes, fields: RequestFields) -> Answer:
-    """An :class:`Answer` from a JSON reply body; ``ValueError`` when it is not JSON or has no text answer."""
-    data = json.loads(body)
+def parse_answer(body: bytes | Any, fields: RequestFields) -> Answer:
+    """An :class:`Answer` from a JSON reply body (bytes, or already parsed); ``ValueError`` when it is not JSON
+    or has no text answer."""
+    data = json.loads(body) if isinstance(body, bytes) else body
     text = _lookup(data, fields.answer_path)
     if not isinstance(text, str):
         raise ValueError(f"no text at answer path '{fields.answer_path}'")
@@ -174,18 +200,37 @@ def _excerpt(text: str) -> str:
 class ProxyMirror:
     """The ``mirror`` callback for :func:`~ragreplay.shadow.proxy.create_proxy`: hands each exchange to
     ``shadow.record``. Never raises; requests or replies it cannot read are counted in ``unparsed``, champion
-    replies with a status >= 400 in ``champion_failed``, and both are skipped."""
+    replies with a status >= 400 in ``champion_failed``, and both are skipped. Paths matching none of
+    ``mirror_paths`` (shell-style patterns such as ``/ask`` or ``/api/*/chat``; empty: every path) are only
+    counted in ``other_paths``; requests to the ``feedback`` tap's path are read as feedback instead."""
 
-    def __init__(self, shadow: Shadow, request_fields: RequestFields = RequestFields()) -> None:
+    def __init__(
+        self,
+        shadow: Shadow,
+        request_fields: RequestFields = RequestFields(),
+        mirror_paths: tuple[str, ...] = (),
+        feedback: FeedbackTap | None = None,
+    ) -> None:
         self.shadow = shadow
         self.fields = request_fields
+        self.mirror_paths = mirror_paths
+        self.feedback_tap = feedback
         self.recorded = 0
         self.unparsed = 0
         self.champion_failed = 0
+        self.other_paths = 0
+        self.feedback_recorded = 0
+        self.feedback_unreadable = 0
 
     def __call__(self, request: MirroredRequest, reply: ChampionReply) -> None:
         """Parse and record; only schedules work (called on the event loop after the user's response)."""
         try:
+            if self.feedback_tap is not None and request.path == self.feedback_tap.path:
+                self._tap_feedback(self.feedback_tap, request, reply)
+                return
+            if self.mirror_paths and not any(fnmatch.fnmatchcase(request.path, p) for p in self.mirror_paths):
+                self.other_paths += 1
+                return
             if reply.status >= 400:
                 self.champion_failed += 1
                 return
@@ -193,26 +238,45 @@ class ProxyMirror:
             if parsed is None:
                 self.unparsed += 1
                 return
-            query, answer, user_id, tags = parsed
+            query, answer, user_id, tags, request_id = parsed
             path = request.path + (f"?{request.query}" if request.query else "")
             raw = RawRequest(request.method, path, request.body, request.header("content-type"))
             token = _CURRENT.set(raw)
             try:
-                self.shadow.record(query, answer, user_id=user_id, tags=tags)
+                self.shadow.record(query, answer, user_id=user_id, tags=tags, request_id=request_id)
             finally:
                 _CURRENT.reset(token)
             self.recorded += 1
         except Exception:  # the mirror must never raise into the proxy
             self.unparsed += 1
 
+    def _tap_feedback(self, tap: FeedbackTap, request: MirroredRequest, reply: ChampionReply) -> None:
+        """Record the label the app accepted (reply < 400); an unreadable one is counted, never raised."""
+        if reply.status >= 400:
+            return  # the app refused it: nothing was given
+        try:
+            data = json.loads(request.body)
+            request_id = _lookup(data, tap.id_path)
+            label = _lookup(data, tap.label_path)
+            comment = _lookup(data, tap.comment_path)
+            if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+                raise ValueError(f"no request id at '{tap.id_path}'")
+            self.shadow.feedback(
+                str(request_id), label, comment=comment if isinstance(comment, str) else None, source="tap"
+            )
+            self.feedback_recorded += 1
+        except (ValueError, TypeError):
+            self.feedback_unreadable += 1
+
     def _parse(
         self, request: MirroredRequest, reply: ChampionReply
-    ) -> tuple[str, Answer, str | None, dict[str, str] | None] | None:
+    ) -> tuple[str, Answer, str | None, dict[str, str] | None, str | None] | None:
         if reply.truncated:
             return None
         try:
             data = json.loads(request.body)
-            answer = parse_answer(reply.body, self.fields)
+            reply_data = json.loads(reply.body)
+            answer = parse_answer(reply_data, self.fields)
         except (ValueError, TypeError):
             return None
         query = next(
@@ -227,16 +291,29 @@ class ProxyMirror:
             user = str(found) if isinstance(found, str | int) else None
         tags_found = _lookup(data, self.fields.tags_path)
         tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
-        return query, answer, user, tags
+        request_id = request.header(self.fields.request_id_header) if self.fields.request_id_header else None
+        if not request_id:
+            found_id = _lookup(reply_data, self.fields.request_id_path)
+            request_id = str(found_id) if isinstance(found_id, str | int) and found_id != "" else None
+        return query, answer, user, tags, request_id
 
     def stats(self) -> dict[str, int]:
         """The mirror's counters."""
-        return {"recorded": self.recorded, "unparsed": self.unparsed, "champion_failed": self.champion_failed}
+        return {
+            "recorded": self.recorded,
+            "unparsed": self.unparsed,
+            "champion_failed": self.champion_failed,
+            "other_paths": self.other_paths,
+            "feedback_recorded": self.feedback_recorded,
+            "feedback_unreadable": self.feedback_unreadable,
+        }
 
 
 class ShadowServeApp:
     """The proxy plus the shadow's lifecycle: ``/_shadow/stats`` adds the shadow's and the mirror's counters,
-    and on shutdown the shadow is closed (challengers awaited, log flushed), then ``on_close`` runs."""
+    ``POST /_shadow/feedback`` takes a user's label (``{"request_id": ..., "feedback": "bad", "comment": ...}``,
+    202 when queued, 400 with the reason otherwise), and on shutdown the shadow is closed (challengers awaited,
+    logs flushed), then ``on_close`` runs. Neither path is forwarded to the champion."""
 
     def __init__(
         self,
@@ -281,9 +358,36 @@ class ShadowServeApp:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] == "http" and scope["path"] == STATS_PATH:
-            body = json.dumps(self.stats()).encode()
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body, "more_body": False})
+            await _send_json(send, 200, self.stats())
+            return
+        if scope["type"] == "http" and scope["path"] == FEEDBACK_PATH:
+            await self._feedback(scope, receive, send)
             return
         await self.proxy(scope, receive, send)
+
+    async def _feedback(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "POST":
+            await _send_json(send, 405, {"error": f"{FEEDBACK_PATH} takes POST"})
+            return
+        body = await read_body(receive)
+        try:
+            data = json.loads(body)
+            if not isinstance(data, dict):
+                raise ValueError("expected a JSON object")
+            request_id, label, comment = data.get("request_id"), data.get("feedback"), data.get("comment")
+            if not isinstance(request_id, str | int) or isinstance(request_id, bool) or request_id == "":
+                raise ValueError("field 'request_id' is missing or not a string")
+            if label is None:
+                raise ValueError("field 'feedback' is missing (good or bad)")
+            if comment is not None and not isinstance(comment, str):
+                raise ValueError("field 'comment' must be a string")
+            queued = self.mirror.shadow.feedback(str(request_id), label, comment=comment)
+        except ValueError as exc:
+            example = '{"request_id": "msg-41", "feedback": "bad", "comment": "wrong year"}'
+            await _send_json(send, 400, {"error": f"{exc}. Fix: send e.g. {example}"})
+            return
+        await _send_json(send, 202, {"queued": queued})
+
+
+async def _send_json(send: Send, status: int, payload: Any) -> None:
+    await send_simple(send, status, json.dumps(payload).encode(), b"application/json")
