@@ -200,7 +200,14 @@ async def test_mirror_skips_what_it_cannot_read_and_never_raises() -> None:
     exchange(b"\xff", b"{}")  # not even text
     exchange(b'{"question": "q"}', b"oops", status=502)  # the champion failed
     exchange(b'{"question": "q", "user": {"id": 7}}', b'{"answer": "a"}')
-    assert mirror.stats() == {"recorded": 1, "unparsed": 3, "champion_failed": 1}
+    assert mirror.stats() == {
+        "recorded": 1,
+        "unparsed": 3,
+        "champion_failed": 1,
+        "other_paths": 0,
+        "feedback_recorded": 0,
+        "feedback_unreadable": 0,
+    }
     await shadow.aclose(timeout_s=2)
     assert shadow.stats().sampled == 1 and shadow.challenger_errors == 1  # nothing listens on port 9
     await target.aclose()
