@@ -122,3 +122,5 @@ def test_bad_paths_are_refused_with_a_fix(capsys: pytest.CaptureFixture[str]) ->
     assert "--mirror-path 'ask' is not a path" in capsys.readouterr().err
     assert main([*base, "--feedback-path", "http://x/feedback"]) == 2
     assert "Fix:" in capsys.readouterr().err
+    assert main([*base, "--redact", "no_such_module_xyz:scrub"]) == 2
+    assert "cannot import module 'no_such_module_xyz'" in capsys.readouterr().err

@@ -94,6 +94,21 @@ async def test_redaction_and_hashing_are_applied_before_storage() -> None:
     assert "lisa@acme.nl" not in row.model_dump_json() and "u7" not in row.model_dump_json()
 
 
+async def test_answers_and_error_messages_are_redacted_too() -> None:
+    champion = FakeTarget("champ", text="Ik heb lisa@acme.nl gemaild")
+    echo = FakeTarget("echo", text="Bel +31 6 1234 5678")
+    shadow, sink = make_shadow(champion, echo, FakeTarget("raises", mode="raise"))
+    answer = await shadow.handle("q")
+    assert answer.text == "Ik heb lisa@acme.nl gemaild"  # the user still gets the real answer
+    shadow.record("q", Answer(text="x", error="HTTP 500: no user lisa@acme.nl"))
+    await shadow.aclose()
+    dumped = " ".join(r.model_dump_json() for r in sink.rows.values())
+    assert "lisa@acme.nl" not in dumped and "1234 5678" not in dumped
+    texts = {r.champion.text for r in sink.rows.values()} | {r.candidate.text for r in sink.rows.values()}
+    assert "Ik heb [EMAIL] gemaild" in texts and "Bel [PHONE]" in texts
+    assert any(r.champion.error == "HTTP 500: no user [EMAIL]" for r in sink.rows.values())
+
+
 async def test_privacy_switches_and_a_broken_redactor() -> None:
     def broken(text: str) -> str:
         raise ValueError("boom")

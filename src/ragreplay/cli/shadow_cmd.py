@@ -24,6 +24,7 @@ from ragreplay.shadow.mirror import (
     RequestFields,
     ShadowServeApp,
 )
+from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
 from ragreplay.shadow.proxy import create_proxy
 from ragreplay.shadow.sampler import Per, Sampler, parse_window
 from ragreplay.store import Store
@@ -103,6 +104,8 @@ def build_app(
     challenger_timeout_s: float = 30.0,
     mirror_paths: tuple[str, ...] = (),
     feedback: FeedbackTap | None = None,
+    redact: Redactor | None = default_redactor,
+    hash_user_ids: bool = True,
 ) -> ShadowServeApp:
     """The proxy with the shadow wired: challengers as HTTP targets, rows and feedback logged to `store`
     (closed on exit); only `mirror_paths` (all when empty) are shadowed; `feedback` reads the app's own
@@ -117,6 +120,8 @@ def build_app(
         sampler=sampler,
         log=ShadowLog(store),
         challenger_timeout_s=challenger_timeout_s,
+        redact=redact,
+        hash_user_ids=hash_user_ids,
     )
     mirror = ProxyMirror(shadow, fields, mirror_paths=mirror_paths, feedback=feedback)
 
@@ -195,10 +200,21 @@ def serve(
     feedback_comment_path: Annotated[
         str | None, typer.Option(help="Dotted path of a free-text comment in the feedback body.")
     ] = None,
+    redact: Annotated[
+        str,
+        typer.Option(
+            help="Redaction of queries, answers and comments before storage: default (e-mail, phone, IBAN), "
+            "none, or module:function."
+        ),
+    ] = "default",
+    keep_user_ids: Annotated[
+        bool, typer.Option(help="Store user ids as they are instead of salted hashes.")
+    ] = False,
 ) -> None:
     """Forward every request to the champion unchanged; shadow a sample to the challengers; counters at
     /_shadow/stats; users' feedback via --feedback-path or POST /_shadow/feedback."""
     check_champion_url(champion)
+    redactor = load_redactor(redact)
     paths = tuple(check_path(p, "--mirror-path") for p in mirror_path or [])
     tap = None
     if feedback_path is not None:

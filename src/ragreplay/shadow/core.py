@@ -142,6 +142,10 @@ class _Request:
         return self._shadow._redacted(self.query)
 
     @cached_property
+    def stored_champion(self) -> ShadowAnswer:
+        return self._shadow._redacted_side(self.champion)
+
+    @cached_property
     def user_hash(self) -> str | None:
         if self.user_id is None:
             return None
@@ -153,8 +157,9 @@ class _Request:
 class Shadow:
     """Sends live requests to the champion and, when sampled, to every challenger in the background.
 
-    ``redact`` defaults to :func:`~ragreplay.shadow.privacy.default_redactor` (``None`` stores queries as
-    they are); user ids are hashed with ``salt`` (or ``RAGREPLAY_SHADOW_SALT``) unless ``hash_user_ids`` is
+    ``redact`` defaults to :func:`~ragreplay.shadow.privacy.default_redactor` and is applied to the query, both
+    answers, error messages and feedback comments before anything is stored (``None`` stores them as they
+    are); user ids are hashed with ``salt`` (or ``RAGREPLAY_SHADOW_SALT``) unless ``hash_user_ids`` is
     off. Without a ``log`` rows are built and counted but not kept. The shadow does not close the targets.
     Feedback goes to ``feedback_log``; by default a :class:`FeedbackLog` on the ``log``'s store.
     """
@@ -272,6 +277,15 @@ class Shadow:
         )
         return self.feedback_log.offer(item)
 
+    def _redacted_side(self, side: ShadowAnswer) -> ShadowAnswer:
+        """``side`` with its answer text and error message redacted (an error can quote the user's text)."""
+        if self.redact is None:
+            return side
+        update = {"text": self._redacted(side.text)} if side.text else {}
+        if side.error:
+            update["error"] = self._redacted(side.error)
+        return side.model_copy(update=update) if update else side
+
     def _redacted(self, text: str) -> str:
         if self.redact is None:
             return text
@@ -358,8 +372,8 @@ class Shadow:
                 user_hash=request.user_hash,
                 tags=request.tags,
                 challenger=name,
-                champion=request.champion,
-                candidate=candidate,
+                champion=request.stored_champion,
+                candidate=self._redacted_side(candidate),
             )
         except Exception:
             logger.exception("shadow: could not build a row for challenger %s", name)
