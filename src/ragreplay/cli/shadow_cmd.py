@@ -253,6 +253,8 @@ def serve(
             challenger_timeout,
             mirror_paths=paths,
             feedback=tap,
+            redact=redactor,
+            hash_user_ids=not keep_user_ids,
         )
         shadowed = f"challengers {', '.join(urls)}"
     else:  # no challenger: forward and count only, no store needed

@@ -194,9 +194,7 @@ async def judge_shadow(
     return counts
 
 
-def compare_row(
-    row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None = None
-) -> CompareRow:
+def compare_row(row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None = None) -> CompareRow:
     """The comparison row of a judged shadow row: figures from the row, decisions from the judgment, and the
     user's ``feedback`` on the champion's answer when there is some."""
     expected = expected_language(row.query, row.tags)
