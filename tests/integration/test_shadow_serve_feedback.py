@@ -101,6 +101,8 @@ def test_feedback_reaches_the_store_by_request_id_and_other_paths_are_not_shadow
     next(server, None)
 
     mirror = stats["mirror"]
+    sampled = stats["sampler"]
+    assert (sampled["seen"], sampled["sampled"], sampled["effective_rate"]) == (6, 6, 1.0)
     assert (mirror["recorded"], mirror["other_paths"]) == (6, 1)
     assert (mirror["feedback_recorded"], mirror["feedback_unreadable"]) == (2, 1)
     rows = {row.request_id: row for row in store.iter_shadow_rows()}

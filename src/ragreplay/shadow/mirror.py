@@ -329,11 +329,12 @@ class ShadowServeApp:
         self.closed = False
 
     def stats(self) -> dict[str, Any]:
-        """Proxy, mirror and shadow counters together."""
+        """Proxy, mirror, shadow and sampler counters together (the sampler's with the effective rate)."""
         return {
             **self.proxy.stats.as_dict(),
             "mirror": self.mirror.stats(),
             "shadow": self.mirror.shadow.stats().as_dict(),
+            "sampler": _sampler_stats(self.mirror.shadow),
         }
 
     async def aclose(self) -> None:
@@ -387,6 +388,12 @@ class ShadowServeApp:
             await _send_json(send, 400, {"error": f"{exc}. Fix: send e.g. {example}"})
             return
         await _send_json(send, 202, {"queued": queued})
+
+
+def _sampler_stats(shadow: Shadow) -> dict[str, Any] | None:
+    """The sampler's counters and effective rate, when the sampling policy keeps any."""
+    stats = getattr(shadow.sampler, "stats", None)
+    return stats() if callable(stats) else None
 
 
 async def _send_json(send: Send, status: int, payload: Any) -> None:
