@@ -1,16 +1,19 @@
-"""`shadow serve` with live feedback and a path filter, against real servers on 127.0.0.1: request ids come
-from a header or the champion's reply, the app's own feedback endpoint is read on the way through,
-``/_shadow/feedback`` takes labels directly, and only the mirrored paths are shadowed."""
+"""`shadow serve` with live feedback, a path filter and streamed answers, against real servers on 127.0.0.1:
+request ids come from a header or the champion's reply, the app's own feedback endpoint is read on the way
+through, ``/_shadow/feedback`` takes labels directly, only the mirrored paths are shadowed, and answers streamed
+as server-sent events are logged whole."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from loopback import serve
@@ -126,3 +129,50 @@ def test_bad_paths_are_refused_with_a_fix(capsys: pytest.CaptureFixture[str]) ->
     assert "Fix:" in capsys.readouterr().err
     assert main([*base, "--redact", "no_such_module_xyz:scrub"]) == 2
     assert "cannot import module 'no_such_module_xyz'" in " ".join(capsys.readouterr().err.split())
+
+
+def streaming(prefix: str, pieces: tuple[str, ...]) -> Starlette:
+    async def ask(request: Request) -> Response:
+        question = (await request.json())["question"]
+
+        async def events() -> AsyncIterator[bytes]:
+            yield f"data: {json.dumps({'id': f'{prefix}-{question}', 'sources': ['hr#1']})}\n\n".encode()
+            for piece in pieces:
+                await asyncio.sleep(0.005)
+                yield f"data: {json.dumps({'delta': piece})}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/ask", ask, methods=["POST"])])
+
+
+def test_streamed_answers_reach_the_user_in_pieces_and_the_log_whole(store: Store, store_url: str) -> None:
+    champion = serve(streaming("champ", ("Werknemers ", "krijgen ", "25 dagen.")))
+    challenger = serve(streaming("chal", ("25 ", "vakantiedagen.")))
+    champion_url, challenger_url = next(champion), next(challenger)
+    app = build_app(
+        champion_url,
+        {"b": challenger_url},
+        Store.open(store_url),
+        build_sampler(1.0, [], "UTC", "request"),
+        RequestFields(contexts_path="sources", request_id_path="id"),
+        timeout_s=5,
+        challenger_timeout_s=2,
+    )
+    server = serve(app)
+    url = next(server)
+    with (
+        httpx.Client(base_url=url, trust_env=False, timeout=10) as client,
+        client.stream("POST", "/ask", json={"question": "q1"}) as resp,
+    ):
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        body = b"".join(resp.iter_raw())
+    next(server, None)
+    for gen in (champion, challenger):
+        next(gen, None)
+    assert body.count(b"data: ") == 5 and b"[DONE]" in body  # the champion's stream, unchanged
+    (row,) = store.iter_shadow_rows()
+    assert row.request_id == "champ-q1"
+    assert row.champion.text == "Werknemers krijgen 25 dagen." and row.champion.chunk_ids == ["hr#1"]
+    assert row.candidate.text == "25 vakantiedagen." and row.candidate.error is None

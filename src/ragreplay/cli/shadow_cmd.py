@@ -180,6 +180,13 @@ def serve(
         list[str] | None,
         typer.Option(help="Shadow only requests to this path; shell patterns like /api/*/ask (repeatable)."),
     ] = None,
+    stream_text_path: Annotated[
+        str | None,
+        typer.Option(
+            help="Dotted path of the text piece in each event of a streamed (SSE) reply "
+            "[default: choices.0.delta.content, delta, token, text, content]."
+        ),
+    ] = None,
     request_id_header: Annotated[
         str, typer.Option(help="Request header holding the id that feedback refers to ('' for none).")
     ] = "X-Request-Id",
@@ -235,6 +242,7 @@ def serve(
         tags_path=tags_path,
         request_id_header=request_id_header or None,
         request_id_path=request_id_path,
+        stream_text_path=stream_text_path,
     )
     try:
         import uvicorn

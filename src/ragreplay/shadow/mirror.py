@@ -36,8 +36,7 @@ from ragreplay.shadow.proxy import (
 )
 from ragreplay.shadow.proxy import _read_body as read_body
 from ragreplay.shadow.proxy import _send_simple as send_simple
-from ragreplay.targets.http import get_path
-from ragreplay.targets.python import coerce_chunks
+from ragreplay.shadow.replies import RequestFields, lookup, parse_reply
 
 _EXCERPT = 200
 
@@ -58,26 +57,6 @@ _CURRENT: contextvars.ContextVar[RawRequest | None] = contextvars.ContextVar(
 
 
 @dataclass(frozen=True)
-class RequestFields:
-    """Where the question, user, tags and answer live in the JSON bodies (dotted paths, as in HTTP targets).
-
-    ``question_paths`` are tried in order; the user id comes from ``user_header`` first, then ``user_path``.
-    """
-
-    question_paths: tuple[str, ...] = ("question", "query")
-    answer_path: str = "answer"
-    contexts_path: str | None = None
-    context_id_field: str = "id"
-    user_header: str | None = "X-User-Id"
-    user_path: str | None = None
-    tags_path: str | None = None
-    request_id_header: str | None = "X-Request-Id"
-    """The request id (to attach feedback later) comes from this request header first ..."""
-    request_id_path: str | None = None
-    """... then from this dotted path in the champion's JSON reply; else the shadow makes one up."""
-
-
-@dataclass(frozen=True)
 class FeedbackTap:
     """Where the app's own feedback endpoint keeps the request id and the label (dotted paths in its JSON
     request body). Requests to ``path`` are forwarded unchanged; after a reply below 400 the label is recorded."""
@@ -89,26 +68,6 @@ class FeedbackTap:
 
 
 FEEDBACK_PATH = "/_shadow/feedback"
-
-
-def _lookup(data: Any, path: str | None) -> Any:
-    if path is None:
-        return None
-    try:
-        return get_path(data, path)
-    except KeyError:
-        return None
-
-
-def parse_answer(body: bytes | Any, fields: RequestFields) -> Answer:
-    """An :class:`Answer` from a JSON reply body (bytes, or already parsed); ``ValueError`` when it is not JSON
-    or has no text answer."""
-    data = json.loads(body) if isinstance(body, bytes) else body
-    text = _lookup(data, fields.answer_path)
-    if not isinstance(text, str):
-        raise ValueError(f"no text at answer path '{fields.answer_path}'")
-    contexts = coerce_chunks(_lookup(data, fields.contexts_path), fields.context_id_field)
-    return Answer(text=text, contexts=contexts)
 
 
 class MirrorHttpTarget:
@@ -155,6 +114,7 @@ class MirrorHttpTarget:
                 raw.method, self._base + raw.path, data=raw.body, headers=headers
             ) as resp:
                 status, body = resp.status, await resp.read()
+                content_type = resp.headers.get("content-type")
         except TimeoutError:
             return _failed(f"timeout after {self._timeout:g} s", start)
         except aiohttp.ClientError as exc:
@@ -163,7 +123,7 @@ class MirrorHttpTarget:
         if status >= 400:
             return _failed(f"HTTP {status}: {_excerpt(text)}", start)
         try:
-            answer = parse_answer(body, self._fields)
+            answer = parse_reply(body, content_type, self._fields).answer
         except ValueError as exc:
             return _failed(f"bad response: {exc}: {_excerpt(text)}", start)
         return answer.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
@@ -256,9 +216,9 @@ class ProxyMirror:
             return  # the app refused it: nothing was given
         try:
             data = json.loads(request.body)
-            request_id = _lookup(data, tap.id_path)
-            label = _lookup(data, tap.label_path)
-            comment = _lookup(data, tap.comment_path)
+            request_id = lookup(data, tap.id_path)
+            label = lookup(data, tap.label_path)
+            comment = lookup(data, tap.comment_path)
             if not isinstance(request_id, str | int) or isinstance(request_id, bool):
                 raise ValueError(f"no request id at '{tap.id_path}'")
             self.shadow.feedback(
@@ -275,27 +235,23 @@ class ProxyMirror:
             return None
         try:
             data = json.loads(request.body)
-            reply_data = json.loads(reply.body)
-            answer = parse_answer(reply_data, self.fields)
+            parsed = parse_reply(reply.body, reply.header("content-type"), self.fields)
         except (ValueError, TypeError):
             return None
         query = next(
-            (q for q in (_lookup(data, p) for p in self.fields.question_paths) if isinstance(q, str) and q),
+            (q for q in (lookup(data, p) for p in self.fields.question_paths) if isinstance(q, str) and q),
             None,
         )
         if query is None:
             return None
         user = request.header(self.fields.user_header) if self.fields.user_header else None
         if user is None:
-            found = _lookup(data, self.fields.user_path)
+            found = lookup(data, self.fields.user_path)
             user = str(found) if isinstance(found, str | int) else None
-        tags_found = _lookup(data, self.fields.tags_path)
+        tags_found = lookup(data, self.fields.tags_path)
         tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
         request_id = request.header(self.fields.request_id_header) if self.fields.request_id_header else None
-        if not request_id:
-            found_id = _lookup(reply_data, self.fields.request_id_path)
-            request_id = str(found_id) if isinstance(found_id, str | int) and found_id != "" else None
-        return query, answer, user, tags, request_id
+        return query, parsed.answer, user, tags, request_id or parsed.request_id
 
     def stats(self) -> dict[str, int]:
         """The mirror's counters."""
