@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 
+from ragreplay.asgi import read_body, send_json
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.proxy import (
@@ -34,8 +35,6 @@ from ragreplay.shadow.proxy import (
     Send,
     ShadowProxy,
 )
-from ragreplay.shadow.proxy import _read_body as read_body
-from ragreplay.shadow.proxy import _send_simple as send_simple
 from ragreplay.shadow.replies import RequestFields, lookup, parse_reply
 
 _EXCERPT = 200
@@ -315,7 +314,7 @@ class ShadowServeApp:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] == "http" and scope["path"] == STATS_PATH:
-            await _send_json(send, 200, self.stats())
+            await send_json(send, 200, self.stats())
             return
         if scope["type"] == "http" and scope["path"] == FEEDBACK_PATH:
             await self._feedback(scope, receive, send)
@@ -324,7 +323,7 @@ class ShadowServeApp:
 
     async def _feedback(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
-            await _send_json(send, 405, {"error": f"{FEEDBACK_PATH} takes POST"})
+            await send_json(send, 405, {"error": f"{FEEDBACK_PATH} takes POST"})
             return
         body = await read_body(receive)
         try:
@@ -341,16 +340,12 @@ class ShadowServeApp:
             queued = self.mirror.shadow.feedback(str(request_id), label, comment=comment)
         except ValueError as exc:
             example = '{"request_id": "msg-41", "feedback": "bad", "comment": "wrong year"}'
-            await _send_json(send, 400, {"error": f"{exc}. Fix: send e.g. {example}"})
+            await send_json(send, 400, {"error": f"{exc}. Fix: send e.g. {example}"})
             return
-        await _send_json(send, 202, {"queued": queued})
+        await send_json(send, 202, {"queued": queued})
 
 
 def _sampler_stats(shadow: Shadow) -> dict[str, Any] | None:
     """The sampler's counters and effective rate, when the sampling policy keeps any."""
     stats = getattr(shadow.sampler, "stats", None)
     return stats() if callable(stats) else None
-
-
-async def _send_json(send: Send, status: int, payload: Any) -> None:
-    await send_simple(send, status, json.dumps(payload).encode(), b"application/json")

@@ -1,0 +1,38 @@
+"""The few ASGI pieces ragreplay's own HTTP apps share (the shadow proxy, the target app): types, reading a
+request body, sending a whole response."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole request body (what arrived before a disconnect)."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+async def send_body(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    """A complete response with a content type and length."""
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def send_json(send: Send, status: int, payload: Any) -> None:
+    """``payload`` as a JSON response."""
+    await send_body(send, status, json.dumps(payload, ensure_ascii=False).encode(), b"application/json")
