@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, cast
 
@@ -13,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ragreplay.cli.common import console, err_console, open_store, settings_from
 from ragreplay.compare.service import build_fit_judge, build_pairwise_judge, default_fit_judge
+from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.errors import ConfigError
 from ragreplay.judges.position import OrderMode
 from ragreplay.providers.registry import ModelFactory
@@ -27,7 +29,7 @@ ORDERS = ("both", "random")
 DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
 
 
-async def _judge(
+async def judge_with_progress(
     store: Store,
     settings: Settings,
     judge: str,
@@ -37,6 +39,7 @@ async def _judge(
     since: str,
     limit: int | None,
 ) -> JudgeCounts:
+    """Judge the unjudged shadow rows newer than ``since`` with a progress bar (count, elapsed)."""
     start = parse_since(since)
     total = store.count_unjudged_shadow_rows(start)
     total = total if limit is None else min(total, limit)
@@ -95,7 +98,7 @@ def judge(
     settings = settings_from(config, db=db, concurrency=concurrency)
     with open_store(settings.db) as store:
         counts = asyncio.run(
-            _judge(
+            judge_with_progress(
                 store,
                 settings,
                 judge,
@@ -115,6 +118,14 @@ def judge(
     )
 
 
+def stored_shadow_summary(store: Store, start: datetime) -> ComparisonSummary:
+    """The report of the judged rows with ``ts >= start``, with the users' feedback on those requests."""
+    judged = store.load_shadow_judgments(start)
+    stored = store.shadow_feedback_for(row.request_id for row, _ in judged)
+    labels = {request_id: item.feedback for request_id, item in stored.items()}
+    return shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC", labels)
+
+
 def report(
     since: Annotated[str, typer.Option(help="Rows newer than this age (7d, 24h, 30m) or ISO date")] = "7d",
     fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
@@ -129,15 +140,12 @@ def report(
     start = parse_since(since)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        judged = store.load_shadow_judgments(start)
-        stored = store.shadow_feedback_for(row.request_id for row, _ in judged)
-    if not judged:
+        summary = stored_shadow_summary(store, start)
+    if not summary.rows:
         err_console.print(
             f"no judged shadow rows since {since}: run `ragreplay shadow judge --since {since}` first",
             highlight=False,
         )
-    labels = {request_id: item.feedback for request_id, item in stored.items()}
-    summary = shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC", labels)
     if fmt == "text":
         console.print(build_comparison_renderable(summary))
     else:
