@@ -15,6 +15,7 @@ from ragreplay.cli import (
     run_cmd,
     schema_cmd,
     shadow_cmd,
+    shadow_feedback_cmd,
     shadow_judge_cmd,
     triage_cmd,
 )
@@ -40,6 +41,7 @@ app.command(name="compare-report")(compare_cmd.compare_report)
 app.command()(compare_cmd.comparisons)
 app.command()(triage_cmd.triage)
 shadow_judge_cmd.register(shadow_cmd.shadow_app)
+shadow_feedback_cmd.register(shadow_cmd.shadow_app)
 app.add_typer(shadow_cmd.shadow_app, name="shadow")
 
 
