@@ -175,4 +175,5 @@ def test_streamed_answers_reach_the_user_in_pieces_and_the_log_whole(store: Stor
     (row,) = store.iter_shadow_rows()
     assert row.request_id == "champ-q1"
     assert row.champion.text == "Werknemers krijgen 25 dagen." and row.champion.chunk_ids == ["hr#1"]
+    assert row.champion.latency_ms is not None and row.champion.latency_ms >= 15  # three pieces, 5 ms apart
     assert row.candidate.text == "25 vakantiedagen." and row.candidate.error is None

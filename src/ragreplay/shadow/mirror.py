@@ -250,7 +250,10 @@ class ProxyMirror:
         tags_found = lookup(data, self.fields.tags_path)
         tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
         request_id = request.header(self.fields.request_id_header) if self.fields.request_id_header else None
-        return query, parsed.answer, user, tags, request_id or parsed.request_id
+        answer = parsed.answer
+        if answer.latency_ms is None:  # the proxy timed the champion: first byte sent to last byte read
+            answer = answer.model_copy(update={"latency_ms": reply.latency_ms})
+        return query, answer, user, tags, request_id or parsed.request_id
 
     def stats(self) -> dict[str, int]:
         """The mirror's counters."""
