@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -56,6 +57,16 @@ async def status_route(request: Request) -> Response:
     return Response(f"status {code}".encode(), status_code=code, headers={"X-Status": str(code)})
 
 
+async def set_cookie_route(request: Request) -> Response:
+    resp = PlainTextResponse("welcome")
+    resp.set_cookie("session", request.query_params["user"])
+    return resp
+
+
+async def echo_cookie_route(request: Request) -> Response:
+    return PlainTextResponse(request.headers.get("cookie", "<none>"))
+
+
 async def slow_route(request: Request) -> Response:
     await asyncio.sleep(1)
     return PlainTextResponse("late")
@@ -68,6 +79,8 @@ CHAMPION = Starlette(
         Route("/stream", stream_route),
         Route("/status/{code}", status_route),
         Route("/slow", slow_route),
+        Route("/set-cookie", set_cookie_route),
+        Route("/echo-cookie", echo_cookie_route),
     ]
 )
 
@@ -294,3 +307,104 @@ def test_cli_shadow_serve_rejects_a_bad_champion_url(capsys: pytest.CaptureFixtu
 
     assert main(["shadow", "serve", "--champion", "127.0.0.1:8000"]) == 2
     assert "--champion" in capsys.readouterr().err
+
+
+def test_one_users_cookies_never_reach_the_champion_with_another_users_request(champion_url: str) -> None:
+    # by host name: a client cookie jar ignores cookies from bare IP addresses, which would hide a leak
+    for proxy_url in serve(create_proxy(champion_url.replace("127.0.0.1", "localhost"), mirror)):
+        with (
+            httpx.Client(trust_env=False, timeout=10) as alice,
+            httpx.Client(trust_env=False, timeout=10) as bob,
+        ):
+            welcome = alice.get(proxy_url + "/set-cookie?user=alice")
+            assert welcome.headers["set-cookie"].startswith("session=alice")
+            assert bob.get(proxy_url + "/echo-cookie").text == "<none>"
+            assert bob.get(proxy_url + "/echo-cookie", headers={"Cookie": "theme=dark"}).text == "theme=dark"
+            # alice's own client keeps her cookie and sends it: that one does pass through
+            assert alice.get(proxy_url + "/echo-cookie").text == "session=alice"
+
+
+def raw_champion(reply: bytes) -> Iterator[str]:
+    """A champion that reads one request, writes ``reply`` verbatim and closes the connection."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def run() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly ten b",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\na\r\nonly ten b\r\n",
+    ],
+    ids=["content-length", "chunked"],
+)
+def test_champion_cut_mid_body_aborts_the_users_response(reply: bytes) -> None:
+    for champion in raw_champion(reply):
+        for proxy in serve(create_proxy(champion, mirror, timeout_s=5)):
+            with httpx.Client(trust_env=False, timeout=10) as client:
+                with pytest.raises(httpx.RemoteProtocolError):  # never a short body that looks complete
+                    client.get(proxy + "/x")
+                stats = client.get(proxy + "/_shadow/stats").json()
+    assert stats["champion_broke_midstream"] == 1 and stats["forwarded"] == 0
+    assert MIRRORED == []
+
+
+def test_complete_close_delimited_and_head_replies_pass_through() -> None:
+    for champion in raw_champion(b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil close"):
+        for proxy in serve(create_proxy(champion, mirror, timeout_s=5)):
+            resp = httpx.get(proxy + "/x", trust_env=False)
+            assert (resp.status_code, resp.text) == (200, "until close")
+            wait_for_mirror()
+    assert MIRRORED[-1][1].body == b"until close"
+    head = b"HTTP/1.1 200 OK\r\ncontent-length: 42\r\nx-head: yes\r\n\r\n"
+    for champion in raw_champion(head):
+        for proxy in serve(create_proxy(champion, mirror, timeout_s=5)):
+            resp = httpx.head(proxy + "/x", trust_env=False)
+            assert resp.status_code == 200 and resp.headers["x-head"] == "yes" and resp.content == b""
+            assert resp.headers["content-length"] == "42"
+
+
+def test_forwarded_headers_drop_hop_by_hop_and_the_connection_named_ones() -> None:
+    from ragreplay.shadow.proxy import _upstream_headers
+
+    scope = {
+        "scheme": "https",
+        "client": ("10.1.2.3", 5555),
+        "headers": [
+            (b"host", b"rag.example"),
+            (b"Connection", b"keep-alive, X-Secret"),
+            (b"x-secret", b"1"),
+            (b"keep-alive", b"timeout=5"),
+            (b"content-length", b"3"),
+            (b"te", b"trailers"),
+            (b"x-user-id", b"u7"),
+            (b"accept", b"a"),
+            (b"accept", b"b"),
+        ],
+    }
+    headers = _upstream_headers(scope)
+    assert list(headers.items()) == [
+        ("x-user-id", "u7"),
+        ("accept", "a"),
+        ("accept", "b"),
+        ("x-forwarded-proto", "https"),
+        ("x-forwarded-for", "10.1.2.3"),
+        ("x-forwarded-host", "rag.example"),
+    ]

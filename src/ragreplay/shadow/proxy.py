@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -105,10 +105,17 @@ class ProxyStats:
         return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()}
 
 
-def _strip_hop_by_hop(
-    raw: list[tuple[bytes, bytes]], extra_drop: frozenset[bytes] = frozenset()
-) -> list[tuple[bytes, bytes]]:
+_HOP_BY_HOP_BYTES = frozenset(h.encode() for h in HOP_BY_HOP)
+# never forwarded to the champion: aiohttp sets its own Host and Content-Length
+_NOT_FORWARDED = _HOP_BY_HOP_BYTES | {b"host", b"content-length"}
+_URL_CACHE_SIZE = 256
+
+
+def _strip_hop_by_hop(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """Drop hop-by-hop headers, including any the Connection header names."""
+    kept = [(k, v) for k, v in raw if k.lower() not in _HOP_BY_HOP_BYTES]
+    if len(kept) == len(raw) or not any(k.lower() == b"connection" for k, _ in raw):
+        return kept
     named = {
         token.strip().lower()
         for key, value in raw
@@ -116,8 +123,7 @@ def _strip_hop_by_hop(
         for token in value.split(b",")
         if token.strip()
     }
-    drop = {h.encode() for h in HOP_BY_HOP} | named | extra_drop
-    return [(k, v) for k, v in raw if k.lower() not in drop]
+    return [(k, v) for k, v in kept if k.lower() not in named]
 
 
 def _decode_body(body: bytes, encoding: str | None) -> bytes:
@@ -135,8 +141,8 @@ def _decode_body(body: bytes, encoding: str | None) -> bytes:
     return body
 
 
-def _text_pairs(raw: list[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
-    return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw)
+def _text_pairs(raw: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
+    return tuple([(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw])
 
 
 class ShadowProxy:
@@ -156,6 +162,7 @@ class ShadowProxy:
         self.stats = ProxyStats()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._urls: dict[tuple[bytes, bytes], URL] = {}
 
     def _http(self) -> aiohttp.ClientSession:
         """The pool to the champion, made inside the running loop (a ClientSession belongs to its loop)."""
@@ -168,6 +175,8 @@ class ShadowProxy:
                 timeout=timeout,
                 auto_decompress=False,  # the user gets the champion's bytes; only the mirror's copy is decoded
                 trust_env=False,
+                # A proxy must not keep one user's cookies and send them along with another user's request.
+                cookie_jar=aiohttp.DummyCookieJar(),
                 # Forward only the user's headers: no Accept-Encoding/User-Agent the user did not send.
                 skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent"),
             )
@@ -204,22 +213,17 @@ class ShadowProxy:
             await _send_simple(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
             return
         self.stats.requests += 1
-        received_at = datetime.now(UTC)
+        received_at = datetime.now(UTC) if self.mirror is not None else None
         body = await _read_body(receive)
-        raw_path = scope.get("raw_path") or scope["path"].encode()
-        query = scope.get("query_string", b"")
-        url = (
-            self.champion_url + raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
-        )
-        headers = _strip_hop_by_hop(list(scope["headers"]), frozenset({b"host", b"content-length"}))
-        headers += _forwarded_headers(scope)
+        query: bytes = scope.get("query_string", b"")
+        url = self._upstream_url(scope.get("raw_path") or scope["path"].encode(), query)
         session = self._http()
         started = time.perf_counter()
         try:
             upstream = await session.request(
                 scope["method"],
-                URL(url, encoded=True),
-                headers=CIMultiDict(_text_pairs(headers)),
+                url,
+                headers=_upstream_headers(scope),
                 data=body or None,
                 allow_redirects=False,
             )
@@ -231,22 +235,29 @@ class ShadowProxy:
             await _send_simple(send, status, f"{status} champion unreachable\n".encode(), b"text/plain")
             return
         reply_headers = _strip_hop_by_hop(list(upstream.raw_headers))
+        content = upstream.content
         teed: list[bytes] = []
         teed_len = 0
         truncated = False
         try:
             await send({"type": "http.response.start", "status": upstream.status, "headers": reply_headers})
-            async for chunk in upstream.content.iter_any():
+            done = False
+            async for chunk in content.iter_any():
                 if not chunk:
                     continue
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                # the champion's whole body is in: end the response with this chunk, one write fewer
+                done = content.at_eof()
+                await send({"type": "http.response.body", "body": chunk, "more_body": not done})
                 room = self.tee_cap - teed_len
                 if len(chunk) > room:
                     truncated = True
                 if room > 0:
-                    teed.append(chunk[:room])
+                    teed.append(chunk[:room] if len(chunk) > room else chunk)
                     teed_len += min(room, len(chunk))
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if done:
+                    break
+            if not done:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except (aiohttp.ClientError, TimeoutError):
             # Headers are out: the only honest signal left is to abort the connection mid-body.
             self.stats.champion_broke_midstream += 1
@@ -260,11 +271,12 @@ class ShadowProxy:
             self.stats.tee_truncated += 1
         if self.mirror is None:
             return
+        assert received_at is not None
         request = MirroredRequest(
             method=scope["method"],
             path=scope["path"],
             query=query.decode("latin-1"),
-            headers=_text_pairs(list(scope["headers"])),
+            headers=_text_pairs(scope["headers"]),
             body=body,
             received_at=received_at,
         )
@@ -276,6 +288,22 @@ class ShadowProxy:
             truncated=truncated,
         )
         self._call_mirror(request, reply)
+
+    def _upstream_url(self, raw_path: bytes, query: bytes) -> URL:
+        """The champion's URL for this path and query, as the user sent them (not re-encoded); cached, since
+        a RAG app is mostly asked on a few paths and parsing a URL costs more than the rest of the request
+        line."""
+        key = (raw_path, query)
+        url = self._urls.get(key)
+        if url is None:
+            text = self.champion_url + raw_path.decode("latin-1")
+            if query:
+                text += "?" + query.decode("latin-1")
+            url = URL(text, encoded=True)
+            if len(self._urls) >= _URL_CACHE_SIZE:
+                self._urls.clear()
+            self._urls[key] = url
+        return url
 
     def _call_mirror(self, request: MirroredRequest, reply: ChampionReply) -> None:
         """Call the mirror after the response is out; it runs on the event loop, so it must only schedule work."""
@@ -306,15 +334,36 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(parts)
 
 
-def _forwarded_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+def _upstream_headers(scope: Scope) -> CIMultiDict[str]:
+    """The user's headers less hop-by-hop ones, Host and Content-Length, plus X-Forwarded-Proto/-For/-Host."""
+    # lower-case per the ASGI spec, but not every server promises it
+    raw = [(k.lower(), v) for k, v in scope["headers"]]
+    host: bytes | None = None
+    connection = False
+    for key, value in raw:
+        if key == b"host" and host is None:
+            host = value
+        elif key == b"connection":
+            connection = True
+    drop = _NOT_FORWARDED
+    if connection:
+        drop = drop | {
+            token.strip().lower()
+            for key, value in raw
+            if key == b"connection"
+            for token in value.split(b",")
+            if token.strip()
+        }
+    headers: CIMultiDict[str] = CIMultiDict(
+        [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in drop]
+    )
+    headers.add("x-forwarded-proto", scope.get("scheme", "http"))
     client = scope.get("client")
-    host = next((v for k, v in scope["headers"] if k == b"host"), None)
-    extra = [(b"x-forwarded-proto", scope.get("scheme", "http").encode())]
     if client:
-        extra.append((b"x-forwarded-for", str(client[0]).encode()))
-    if host:
-        extra.append((b"x-forwarded-host", host))
-    return extra
+        headers.add("x-forwarded-for", str(client[0]))
+    if host is not None:
+        headers.add("x-forwarded-host", host.decode("latin-1"))
+    return headers
 
 
 async def _send_simple(send: Send, status: int, body: bytes, content_type: bytes) -> None:
