@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 from rich.markup import escape
 from rich.table import Table
 
@@ -17,6 +16,7 @@ from ragreplay.cli.common import console
 from ragreplay.cli.run_cmd import run_replay
 from ragreplay.core.summary import RunSummary
 from ragreplay.core.types import Verdict
+from ragreplay.demo.configs import demo_config
 from ragreplay.ingest import ingest_file
 from ragreplay.report import render
 from ragreplay.report.labels import RATE_LABELS, rate_of, rate_text, truncate
@@ -31,18 +31,6 @@ DEMO_DATA = "demo/data"
 def demo_data_dir() -> Path:
     """The folder of the shipped demo data (corpus, production log, configs, ground truth)."""
     return Path(str(resources.files("ragreplay"))) / DEMO_DATA
-
-
-def _challenger(out: Path, generator: str | None) -> Path:
-    """The challenger config, pointed at the shipped corpus; with ``generator`` a model writes its answers."""
-    data = demo_data_dir()
-    config = yaml.safe_load((data / "challenger.yaml").read_text(encoding="utf-8"))
-    config["target"]["corpus"] = str((data / config["target"]["corpus"]).resolve())
-    if generator:
-        config["target"]["answer"] = {"mode": "generate", "model": generator}
-    path = out / "challenger.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def _print_summary(result: RunSummary, top: int) -> None:
@@ -108,7 +96,7 @@ def demo(
             f"({ingested.skipped} messages skipped, by reason in the report)"
         )
         settings = Settings(db=db, judge=judge, rewriter=rewriter, concurrency=8)
-        target = load_target(_challenger(out, provider))
+        target = load_target(demo_config(data, "challenger", out, provider))
         run = asyncio.run(
             run_replay(store, settings, target, select_cases(store), {"source_ids": None}, False)
         )
