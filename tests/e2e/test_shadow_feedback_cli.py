@@ -180,3 +180,21 @@ def test_stdin_jsonl_and_no_redact(
     assert "imported 1 label(s) (0 good, 1 bad) from <stdin>" in capsys.readouterr().err
     stored = _stored(f"sqlite:///{db}", ["r1"])["r1"]
     assert (stored.comment, stored.source) == ("a@b.com", "import")
+
+
+def test_own_redactor_for_comments_and_a_bad_one_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "acme_privacy.py").write_text(
+        "def scrub(text):\n    return text.replace('Jansen', '[NAME]')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = _lines(
+        tmp_path / "fb.jsonl", [{"request_id": "r1", "feedback": "bad", "comment": "Jansen, a@b.com"}]
+    )
+    db = tmp_path / "store.db"
+    assert main(["shadow", "feedback", str(path), "--db", str(db), "--redact", "acme_privacy:scrub"]) == 0
+    assert _stored(f"sqlite:///{db}", ["r1"])["r1"].comment == "[NAME], a@b.com"  # the user's hook alone
+    capsys.readouterr()
+    assert main(["shadow", "feedback", str(path), "--db", str(db), "--redact", "acme_privacy:nope"]) == 2
+    assert "has no function 'nope'" in " ".join(capsys.readouterr().err.split())

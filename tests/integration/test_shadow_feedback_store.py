@@ -55,4 +55,5 @@ def test_counts_tell_labels_on_shadowed_requests_apart(store: Store) -> None:
     store.write_shadow_rows(rows)
     store.write_shadow_feedback([fb("r1", Feedback.GOOD), fb("r9", Feedback.BAD, 10)])
     assert store.count_shadow_feedback() == (2, 1)
+    assert store.shadowed_request_ids(["r1", "r9", "r2", "r1"]) == {"r1", "r2"}
     assert store.count_shadow_feedback(since=T0 + timedelta(minutes=5)) == (1, 0)

@@ -22,7 +22,7 @@ from ragreplay.shadow.feedback_import import (
     parse_synonyms,
     write_feedback,
 )
-from ragreplay.shadow.privacy import default_redactor
+from ragreplay.shadow.privacy import load_redactor
 
 STDIN_NAME = "<stdin>"
 
@@ -75,9 +75,15 @@ def feedback(
     rating_threshold: Annotated[
         float | None, typer.Option(help="Numeric ratings: this or above is good, below is bad")
     ] = None,
+    redact: Annotated[
+        str,
+        typer.Option(
+            help="Redaction of comments before storage: default (e-mail, phone, IBAN), none, or module:function "
+            "(as for `shadow serve`)."
+        ),
+    ] = "default",
     no_redact: Annotated[
-        bool,
-        typer.Option("--no-redact", help="Keep comments as they are (default: e-mails, phones, IBANs go)"),
+        bool, typer.Option("--no-redact", help="Same as --redact none: keep comments as they are")
     ] = False,
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and count; write nothing")] = False,
@@ -93,7 +99,7 @@ def feedback(
         comment_field=comment_field,
         synonyms=parse_synonyms(synonym or []),
         rating_threshold=rating_threshold,
-        redact=None if no_redact else default_redactor,
+        redact=None if no_redact else load_redactor(redact),
     )
     if file == "-":
         with _spooled(sys.stdin.buffer) as path:

@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
@@ -27,8 +25,6 @@ from ragreplay.ingest.problems import LineSource, ProblemLog, Record
 from ragreplay.shadow.privacy import Redactor, default_redactor
 from ragreplay.shadow.types import ShadowFeedback
 from ragreplay.store import Store
-from ragreplay.store.base import chunked
-from ragreplay.store.schema import shadow_rows
 from ragreplay.targets.http import get_path
 
 #: Labels written per store call (each call is one transaction).
@@ -389,17 +385,6 @@ def _comment(value: Any, rec: Record, name: str, redact: Redactor | None) -> str
     return redact(value) if redact is not None else value
 
 
-def shadowed_requests(store: Store, request_ids: Iterable[str]) -> set[str]:
-    """Those of ``request_ids`` that have at least one shadow row in ``store``."""
-    # The store has no public lookup of shadow rows by request id yet; this one read stays here until it does.
-    found: set[str] = set()
-    with store._read() as conn:
-        for part in chunked(list(dict.fromkeys(request_ids))):
-            query = select(shadow_rows.c.request_id).where(shadow_rows.c.request_id.in_(part)).distinct()
-            found.update(conn.execute(query).scalars())
-    return found
-
-
 def write_feedback(store: Store, items: Iterable[ShadowFeedback], batch: int = BATCH) -> WriteCounts:
     """Store ``items`` in batches of ``batch`` (one transaction each) and count what happened.
 
@@ -411,7 +396,7 @@ def write_feedback(store: Store, items: Iterable[ShadowFeedback], batch: int = B
     def flush() -> None:
         ids = [item.request_id for item in pending]
         stored = store.shadow_feedback_for(ids)
-        shadowed = shadowed_requests(store, ids)
+        shadowed = store.shadowed_request_ids(ids)
         store.write_shadow_feedback(pending)
         counts.written += len(pending)
         counts.shadowed += sum(item.request_id in shadowed for item in pending)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +61,15 @@ class ShadowMixin(StoreBase):
             query = query.where(shadow_rows.c.judged_at.is_(None))
         with self._read() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def shadowed_request_ids(self, request_ids: Iterable[str]) -> set[str]:
+        """Those of ``request_ids`` that have at least one shadow row."""
+        found: set[str] = set()
+        with self._read() as conn:
+            for part in chunked(list(dict.fromkeys(request_ids))):
+                query = select(shadow_rows.c.request_id).where(shadow_rows.c.request_id.in_(part)).distinct()
+                found.update(conn.execute(query).scalars())
+        return found
 
     def mark_shadow_judged(self, ids: Sequence[str], at: datetime) -> int:
         """Set ``judged_at`` on the rows with these ids, in one transaction; returns how many exist."""
