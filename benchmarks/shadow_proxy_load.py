@@ -3,11 +3,15 @@ the champion, each from the same client at the same concurrency.
 
 python benchmarks/shadow_proxy_load.py --requests 2000 --concurrency 16 [--rate 1.0] [--db postgresql://...]
 
-Champion, challenger and proxy each run in their own process (uvicorn), so the proxy's event loop competes
-only with itself. The champion answers after ``--latency`` ms (default 5). The challenger answers after 20 ms,
-answers 500 to every 10th request and hangs 30 s on every 50th, so the shadow meets errors and timeouts
-(``--timeout``, default 0.5 s). After the run the proxy is stopped (SIGTERM: the shadow flushes its log) and
-the rows in the store are counted. Prints one JSON object; exits 1 on a champion error or when the rows do
+Champion, challenger and proxy each run in their own process (uvicorn with its "auto" stack: uvloop and
+httptools when installed, the same for all three), so the proxy's event loop competes only with itself. The
+champion answers after ``--latency`` ms (default 5). The challenger answers after 20 ms, answers 500 to every
+10th request and hangs 30 s on every 50th, so the shadow meets errors and timeouts (``--timeout``, default
+0.5 s). The load client (aiohttp on uvloop when installed; one keep-alive pool of ``--concurrency`` connections
+per path) warms up each path with 200 requests, then alternates the two paths in ``--rounds`` rounds, so
+background load hits both alike. After the run the proxy is stopped (SIGTERM: the shadow flushes its log) and
+the rows in the store are counted. Prints one JSON object (percentiles, requests/s per path, CPU ms per request
+of each process during each path's rounds, the server stack); exits 1 on a champion error or when the rows do
 not add up (rows == (sampled - dropped) * challengers - rows dropped - rows lost).
 """
 
@@ -24,10 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 
 
 def free_port() -> int:
@@ -139,30 +144,120 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000, method="inclusive")[round(q * 1000) - 1]
 
 
-async def load(url: str, n: int, concurrency: int) -> tuple[list[float], int]:
-    """Latencies (ms) of ``n`` POSTs at ``concurrency``, and how many failed or answered wrongly."""
+def client_session(concurrency: int) -> aiohttp.ClientSession:
+    """The load client: aiohttp, not httpx, because it shares the two cores with the servers and httpx costs
+    several times the CPU per request (at concurrency 16 it alone pushed the *direct* p99 to ~400 ms)."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=concurrency),
+        timeout=aiohttp.ClientTimeout(total=30),
+        trust_env=False,
+    )
+
+
+async def load(
+    client: aiohttp.ClientSession, url: str, ids: range, concurrency: int
+) -> tuple[list[float], int]:
+    """Latencies (ms) of one POST per id in ``ids`` at ``concurrency``, and how many failed or answered
+    wrongly."""
     latencies: list[float] = []
     errors = 0
-    queue = iter(range(n))
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=30, limits=limits, trust_env=False) as client:
+    queue = iter(ids)
 
-        async def worker() -> None:
-            nonlocal errors
-            for i in queue:
-                start = time.perf_counter()
-                try:
-                    resp = await client.post(
-                        url + "/ask", json={"question": f"q{i}"}, headers={"X-User-Id": f"u{i % 97}"}
-                    )
-                    ok = resp.status_code == 200 and resp.json()["answer"] == f"champion: q{i}"
-                except httpx.HTTPError:
-                    ok = False
-                latencies.append((time.perf_counter() - start) * 1000)
-                errors += not ok
+    async def worker() -> None:
+        nonlocal errors
+        for i in queue:
+            body = json.dumps({"question": f"q{i}"}).encode()
+            headers = {"Content-Type": "application/json", "X-User-Id": f"u{i % 97}"}
+            start = time.perf_counter()
+            try:
+                async with client.post(url + "/ask", data=body, headers=headers) as resp:
+                    status, answer = resp.status, await resp.read()
+                ok = status == 200 and json.loads(answer)["answer"] == f"champion: q{i}"
+            except (aiohttp.ClientError, TimeoutError, ValueError, KeyError):
+                ok = False
+            latencies.append((time.perf_counter() - start) * 1000)
+            errors += not ok
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return latencies, errors
+
+
+def cpu_s(pid: int | None = None) -> float | None:
+    """CPU seconds (user + system) used so far by process ``pid`` (None: this one); None where /proc is
+    missing."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    direct_url: str, proxy_url: str, requests: int, concurrency: int, rounds: int, pids: dict[str, int]
+) -> dict[str, Any]:
+    """Warm up both paths (200 requests each, which also opens the connections), then ``requests`` per path in
+    ``rounds`` that alternate direct and proxy, so a burst of background load hits both alike. The two paths
+    get identical clients (one pool of ``concurrency`` keep-alive connections each). Also adds up the CPU time
+    each process (``pids`` and this client) spent during each path's rounds."""
+    latencies: dict[str, list[float]] = {"direct": [], "proxy": []}
+    errors = {"direct": 0, "proxy": 0}
+    wall = {"direct": 0.0, "proxy": 0.0}
+    cpu: dict[str, dict[str, float | None]] = {
+        path: dict.fromkeys([*pids, "client"], 0.0) for path in latencies
+    }
+
+    def snapshot() -> dict[str, float | None]:
+        return {**{role: cpu_s(pid) for role, pid in pids.items()}, "client": cpu_s()}
+
+    async with client_session(concurrency) as direct, client_session(concurrency) as through:
+        clients = {"direct": (direct, direct_url), "proxy": (through, proxy_url)}
+        warm = min(200, requests)
+        for client, url in clients.values():
+            await load(client, url, range(-warm, 0), concurrency)
+        start = 0
+        for size in _rounds(requests, rounds):
+            for path, (client, url) in clients.items():
+                before, started = snapshot(), time.perf_counter()
+                lat, err = await load(client, url, range(start, start + size), concurrency)
+                after = snapshot()
+                wall[path] += time.perf_counter() - started
+                latencies[path] += lat
+                errors[path] += err
+                for role, spent in cpu[path].items():
+                    b, a = before[role], after[role]
+                    cpu[path][role] = None if spent is None or a is None or b is None else spent + a - b
+            start += size
+    return {"latencies": latencies, "errors": errors, "cpu_s": cpu, "wall_s": wall}
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop for the load client when installed, like the servers (uvicorn's "auto")."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def server_stack() -> dict[str, str]:
+    """The event loop and HTTP parser uvicorn's "auto" picks here (the same for all three servers and the
+    client's loop)."""
+    import importlib.util
+
+    have = {name: importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools")}
+    return {
+        "loop": "uvloop" if have["uvloop"] else "asyncio",
+        "http": "httptools" if have["httptools"] else "h11",
+    }
+
+
+def _rounds(n: int, rounds: int) -> list[int]:
+    """``n`` split into ``rounds`` near-equal positive parts."""
+    rounds = max(1, min(rounds, n))
+    return [n // rounds + (i < n % rounds) for i in range(rounds)]
 
 
 def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
@@ -193,13 +288,20 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
         ),
     )
     try:
-        warm = min(200, args.requests)
-        asyncio.run(load(champion_url, warm, args.concurrency))
-        asyncio.run(load(f"http://127.0.0.1:{ports['proxy']}", warm, args.concurrency))
-        direct, direct_errors = asyncio.run(load(champion_url, args.requests, args.concurrency))
-        through, proxy_errors = asyncio.run(
-            load(f"http://127.0.0.1:{ports['proxy']}", args.requests, args.concurrency)
-        )
+        pids = {"proxy": proxy.pid, "champion": procs[0].pid, "challenger": procs[1].pid}
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            measured = runner.run(
+                measure(
+                    champion_url,
+                    f"http://127.0.0.1:{ports['proxy']}",
+                    args.requests,
+                    args.concurrency,
+                    args.rounds,
+                    pids,
+                )
+            )
+        direct, through = measured["latencies"]["direct"], measured["latencies"]["proxy"]
+        direct_errors, proxy_errors = measured["errors"]["direct"], measured["errors"]["proxy"]
         proxy.send_signal(signal.SIGTERM)
         proxy.wait(timeout=args.timeout + 30)
     finally:
@@ -222,7 +324,18 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
         "direct_ms": {"p50": round(p50_d, 3), "p99": round(p99_d, 3)},
         "proxy_ms": {"p50": round(p50_p, 3), "p99": round(p99_p, 3)},
         "added_ms": {"p50": round(p50_p - p50_d, 3), "p99": round(p99_p - p99_d, 3)},
+        "requests_per_s": {
+            path: round(args.requests / max(w, 1e-9)) for path, w in measured["wall_s"].items()
+        },
         "champion_errors": direct_errors + proxy_errors,
+        # CPU time per measured request, per process, during each path's rounds (the proxy's includes the shadow)
+        "cpu_ms_per_request": {
+            path: {
+                role: None if v is None else round(v * 1000 / args.requests, 3) for role, v in spent.items()
+            }
+            for path, spent in measured["cpu_s"].items()
+        },
+        "server_stack": server_stack(),
         "stats": stats,
         "rows_expected": expected_rows,
         "rows_in_store": stored,
@@ -238,6 +351,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1.0, help="sampling rate (1.0 = every request)")
     parser.add_argument("--timeout", type=float, default=0.5, help="challenger timeout in seconds")
     parser.add_argument("--latency", type=float, default=5.0, help="champion latency in ms")
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="direct and proxy runs alternate in this many rounds"
+    )
     parser.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
     parser.add_argument("--role", choices=["champion", "challenger", "proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)

@@ -1,4 +1,4 @@
-"""A small run of benchmarks/shadow_overhead.py: no champion errors and every row accounted for."""
+"""Small runs of the shadow benchmarks: no champion errors and every row accounted for."""
 
 from __future__ import annotations
 
@@ -31,3 +31,38 @@ def test_shadow_overhead_benchmark_runs_and_rows_add_up() -> None:
     stats = result["stats"]
     assert stats["sampled"] == 300 and stats["rows_written"] == 600 == result["rows_in_store"]
     assert stats["challenger_timeouts"] == 6 and stats["challenger_errors"] > 0
+
+
+def test_shadow_proxy_load_benchmark_runs_and_rows_add_up() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "shadow_proxy_load.py"),
+            *("--requests", "150", "--concurrency", "4", "--rounds", "3", "--timeout", "0.2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["champion_errors"] == 0 and result["rows_add_up"] is True
+    # 150 warm-up + 150 measured requests through the proxy, every one shadowed to the one challenger
+    stats = result["stats"]
+    assert stats["sampled"] == 300 == result["rows_in_store"] and stats["challenger_timeouts"] == 6
+    assert result["server_stack"] == {"loop": "uvloop", "http": "httptools"}  # the runtime dependencies
+    assert result["requests_per_s"]["direct"] > 0 and result["requests_per_s"]["proxy"] > 0
+    cpu = result["cpu_ms_per_request"]
+    if cpu["proxy"]["proxy"] is not None:  # /proc is there (Linux): the proxy works only on its own path
+        assert cpu["proxy"]["proxy"] > cpu["direct"]["proxy"]
+
+
+def test_rounds_split_the_requests_evenly() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from shadow_proxy_load import _rounds
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert _rounds(10, 4) == [3, 3, 2, 2]
+    assert _rounds(3, 8) == [1, 1, 1] and _rounds(5, 0) == [5]
