@@ -9,6 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from ragreplay.errors import ConfigError
 from ragreplay.settings import Settings, load_settings
@@ -42,3 +53,27 @@ def parse_tags(values: list[str] | None) -> dict[str, str]:
             raise ConfigError(f"--tag {value!r}: expected KEY=VALUE, e.g. --tag department=hr")
         tags[key.strip()] = val.strip()
     return tags
+
+
+class RateColumn(ProgressColumn):
+    """Items per second, from rich's running estimate."""
+
+    def render(self, task: Task) -> Text:
+        """``12.3/s``, or a dash before the first estimate."""
+        speed = task.finished_speed or task.speed
+        return Text("–/s" if speed is None else f"{speed:.1f}/s")
+
+
+def count_progress() -> Progress:
+    """A transient progress bar on stderr with count, rate, ETA and elapsed time."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragreplay.cli.common import console, err_console, open_store, settings_from
+from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.service import default_fit_judge, load_targets, parse_challengers, run_comparison
 from ragreplay.compare.stored import show_comparison
@@ -47,14 +46,7 @@ async def _run(
 ) -> ComparisonSummary:
     champion_target, challenger_targets = load_targets(champion, challengers)
     questions = questions_for(store, cases)
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    bar = count_progress()
     task = bar.add_task(f"comparing {len(challengers)} challenger(s)", total=len(cases))
 
     def on_plan(record: ComparisonRecord, n_done: int, reused: bool) -> None:

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragreplay.cli.common import console, err_console
+from ragreplay.cli.common import console, count_progress
 from ragreplay.cli.demo_cmd import demo_data_dir
 from ragreplay.cli.shadow_judge_cmd import judge_with_progress, stored_shadow_summary
 from ragreplay.compare.service import default_fit_judge
@@ -55,14 +54,7 @@ def demo(
         f"[bold]ragreplay shadow demo[/bold]: champion and challenger RAG apps on 127.0.0.1, the shadow proxy "
         f"in front; {len(cases)} users ask an opening question from the shipped log and give its logged thumbs"
     )
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    bar = count_progress()
     with bar:
         task = bar.add_task("live traffic through the proxy", total=len(cases))
         traffic = run_traffic(data, out, db, cases, concurrency, on_done=lambda: bar.advance(task))

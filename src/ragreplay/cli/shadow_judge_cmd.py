@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Annotated, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragreplay.cli.common import console, err_console, open_store, settings_from
+from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.compare.service import build_fit_judge, build_pairwise_judge, default_fit_judge
 from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.errors import ConfigError
@@ -43,14 +42,7 @@ async def judge_with_progress(
     start = parse_since(since)
     total = store.count_unjudged_shadow_rows(start)
     total = total if limit is None else min(total, limit)
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    bar = count_progress()
     task = bar.add_task("judging shadow rows", total=total)
     async with StoreWriter(store) as writer:
         factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)
