@@ -36,3 +36,18 @@ async def send_body(send: Send, status: int, body: bytes, content_type: bytes) -
 async def send_json(send: Send, status: int, payload: Any) -> None:
     """``payload`` as a JSON response."""
     await send_body(send, status, json.dumps(payload, ensure_ascii=False).encode(), b"application/json")
+
+
+async def run_lifespan(
+    receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]] | None = None
+) -> None:
+    """Answer the server's lifespan messages; ``on_shutdown`` runs before shutdown is confirmed."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if on_shutdown is not None:
+                await on_shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return

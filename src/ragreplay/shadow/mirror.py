@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from ragreplay.asgi import read_body, send_json
+from ragreplay.asgi import read_body, run_lifespan, send_json
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.proxy import (
@@ -308,14 +308,8 @@ class ShadowServeApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await self.aclose()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send, self.aclose)
+            return
         if scope["type"] == "http" and scope["path"] == STATS_PATH:
             await send_json(send, 200, self.stats())
             return

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ragreplay.asgi import Receive, Scope, Send, read_body, send_json
+from ragreplay.asgi import Receive, Scope, Send, read_body, run_lifespan, send_json
 from ragreplay.ports import Target
 from ragreplay.shadow.core import live_case
 
@@ -37,13 +37,8 @@ class TargetApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         if scope["method"] != "POST":
