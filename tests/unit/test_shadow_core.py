@@ -7,12 +7,12 @@ import time
 from datetime import datetime
 
 import pytest
-from test_shadow_fakes import FakeSink, FakeTarget
 
 from ragreplay.core.types import Answer
 from ragreplay.errors import ConfigError
 from ragreplay.shadow import Shadow, ShadowLog, hash_user_id
 from ragreplay.shadow.types import ShadowRow
+from shadow_fakes import FakeSink, FakeTarget
 
 
 def make_shadow(champion: FakeTarget, *challengers: FakeTarget, **kwargs: object) -> tuple[Shadow, FakeSink]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from test_shadow_fakes import FakeSink, make_row
 
 from ragreplay.shadow.log import ShadowLog
+from shadow_fakes import FakeSink, make_row
 
 
 async def wait_until(predicate, timeout_s: float = 2.0) -> None:  # type: ignore[no-untyped-def]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from test_shadow_fakes import FakeTarget
 
 from ragreplay.targets.asgi import TargetApp
+from shadow_fakes import FakeTarget
 
 
 async def call(app: TargetApp, method: str, path: str, **kwargs: Any) -> httpx.Response:

@@ -10,14 +10,19 @@ from pydantic import BaseModel
 
 from ragreplay.errors import ConfigError
 from ragreplay.settings import Settings
+from ragreplay.shadow.config import ShadowServeConfig
 from ragreplay.targets.config import TargetFile
 
-SCHEMAS: dict[str, type[BaseModel]] = {"settings": Settings, "target": TargetFile}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "settings": Settings,
+    "target": TargetFile,
+    "shadow": ShadowServeConfig,
+}
 
 
 def schema(
     kind: Annotated[
-        str, typer.Argument(help="settings (ragreplay.yaml) or target (candidate.yaml)")
+        str, typer.Argument(help="settings (ragreplay.yaml), target (candidate.yaml) or shadow (shadow.yaml)")
     ] = "settings",
 ) -> None:
     """Print the JSON Schema of a configuration file."""

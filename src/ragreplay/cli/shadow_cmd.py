@@ -9,12 +9,14 @@ challenger) pair is logged to the store. Users' feedback is read from the app's 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.settings import DEFAULT_DB
+from ragreplay.shadow.config import ShadowServeConfig, base_url_problem, path_problem
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.log import ShadowLog
 from ragreplay.shadow.mirror import (
@@ -28,6 +30,7 @@ from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
 from ragreplay.shadow.proxy import create_proxy
 from ragreplay.shadow.sampler import Per, Sampler, parse_window
 from ragreplay.store import Store
+from ragreplay.yamlio import load_model, read_yaml
 
 shadow_app = typer.Typer(
     help="Shadow live traffic: challengers answer the same questions off the user's path."
@@ -36,23 +39,17 @@ shadow_app = typer.Typer(
 
 def check_champion_url(url: str, flag: str = "--champion") -> str:
     """The URL if it is an absolute http(s) base URL without query or fragment; else a `ConfigError`."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise ConfigError(
-            f"{flag} {url!r} is not a base URL. Fix: give the app's address, "
-            "e.g. http://127.0.0.1:8000 (paths and queries of each request are appended)."
-        )
+    problem = base_url_problem(url)
+    if problem is not None:
+        raise ConfigError(f"{flag} {problem}.")
     return url
 
 
 def check_path(value: str, flag: str) -> str:
     """A request path (or shell pattern) starting with ``/``; else a `ConfigError`."""
-    if not value.startswith("/") or "://" in value or any(c.isspace() for c in value):
-        raise ConfigError(
-            f"{flag} {value!r} is not a path. Fix: give the path alone, e.g. /ask or /api/*/chat"
-        )
+    problem = path_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{flag} {problem}")
     return value
 
 
@@ -74,9 +71,9 @@ def parse_challengers(values: list[str]) -> dict[str, str]:
     return out
 
 
-def build_sampler(rate: float, windows: list[str], tz: str, per: str) -> Sampler:
-    """A `Sampler` from the CLI flags; windows are ``HH:MM-HH:MM=RATE``."""
-    parsed = []
+def parse_windows(windows: list[str]) -> dict[str, float]:
+    """``["09:00-11:00=0.05"]`` -> ``{"09:00-11:00": 0.05}``; `ConfigError` on a malformed one."""
+    parsed: dict[str, float] = {}
     for spec in windows:
         span, sep, value = spec.partition("=")
         try:
@@ -87,11 +84,18 @@ def build_sampler(rate: float, windows: list[str], tz: str, per: str) -> Sampler
             raise ConfigError(
                 f"--window {spec!r}: expected HH:MM-HH:MM=RATE. Fix: e.g. --window 09:00-11:00=0.05"
             )
-        parsed.append(parse_window(span, window_rate))
+        parse_window(span, window_rate)
+        parsed[span] = window_rate
+    return parsed
+
+
+def build_sampler(rate: float, windows: list[str], tz: str, per: str) -> Sampler:
+    """A `Sampler` from the CLI flags; windows are ``HH:MM-HH:MM=RATE``."""
+    spans = parse_windows(windows)
     if per not in ("user", "request"):
         raise ConfigError(f"--per {per!r}: expected 'user' or 'request'.")
     per_value: Per = "user" if per == "user" else "request"
-    return Sampler(rate, parsed, tz=tz, per=per_value)
+    return Sampler(rate, [parse_window(span, r) for span, r in spans.items()], tz=tz, per=per_value)
 
 
 def build_app(
@@ -134,33 +138,144 @@ def build_app(
     return ShadowServeApp(create_proxy(champion, mirror, timeout_s=timeout_s), mirror, on_close=close)
 
 
+def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:
+    """The shadow serve app for a validated configuration (challengers must be configured)."""
+    return build_app(
+        cfg.champion,
+        cfg.challengers,
+        store,
+        cfg.sampling.build(),
+        cfg.fields.build(),
+        cfg.timeout_s,
+        cfg.challenger_timeout_s,
+        mirror_paths=tuple(cfg.mirror_paths),
+        feedback=cfg.feedback.build() if cfg.feedback is not None else None,
+        redact=load_redactor(cfg.privacy.redact),
+        hash_user_ids=cfg.privacy.hash_user_ids,
+    )
+
+
+def _section(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: field '{key}' must be a mapping. Fix: see `ragreplay schema shadow`.")
+    return dict(value)
+
+
+def _set(section: dict[str, Any], **values: Any) -> dict[str, Any]:
+    """``section`` with the given values that are not ``None``."""
+    return {**section, **{k: v for k, v in values.items() if v is not None}}
+
+
+def resolve_config(config: Path | None, flags: dict[str, Any]) -> ShadowServeConfig:
+    """The file's settings (if any) with the flags that were given laid over them, validated."""
+    data: dict[str, Any] = read_yaml(config) if config is not None else {}
+    source = str(config) if config is not None else "shadow serve"
+    if flags["champion"] is not None:
+        data["champion"] = check_champion_url(flags["champion"])
+    elif "champion" not in data:
+        raise ConfigError(
+            "no champion: give --champion URL, or `champion:` in the --config file. "
+            "Fix: e.g. --champion http://127.0.0.1:8000"
+        )
+    if flags["challenger"]:
+        data["challengers"] = parse_challengers(flags["challenger"])
+    if flags["db"] is not None:
+        data["db"] = flags["db"]
+    windows = parse_windows(flags["window"]) if flags["window"] else None
+    if flags["per"] is not None and flags["per"] not in ("user", "request"):
+        raise ConfigError(f"--per {flags['per']!r}: expected 'user' or 'request'.")
+    sampling = _set(
+        _section(data, "sampling", source),
+        base_rate=flags["sample"],
+        windows=windows,
+        tz=flags["tz"],
+        per=flags["per"],
+    )
+    data["sampling"] = {"base_rate": 0.15, **sampling}
+    paths = [check_path(p, "--mirror-path") for p in flags["mirror_path"] or []]
+    if paths:
+        data["mirror_paths"] = paths
+    question = flags["question_path"]
+    data["fields"] = _set(
+        _section(data, "fields", source),
+        question_paths=[question] if question is not None else None,
+        answer_path=flags["answer_path"],
+        contexts_path=flags["contexts_path"],
+        user_path=flags["user_path"],
+        tags_path=flags["tags_path"],
+        request_id_header=flags["request_id_header"],
+        request_id_path=flags["request_id_path"],
+        stream_text_path=flags["stream_text_path"],
+    )
+    if data["fields"].get("request_id_header") == "":
+        data["fields"]["request_id_header"] = None
+    feedback = _section(data, "feedback", source)
+    if flags["feedback_path"] is not None:
+        feedback["path"] = check_path(flags["feedback_path"], "--feedback-path")
+    tap = {"id_path": flags["feedback_id_path"], "label_path": flags["feedback_label_path"]}
+    tap["comment_path"] = flags["feedback_comment_path"]
+    if feedback:
+        data["feedback"] = _set(feedback, **tap)
+    elif any(v is not None for v in tap.values()):
+        raise ConfigError(
+            "--feedback-id-path / --feedback-label-path / --feedback-comment-path need the endpoint they "
+            "read. Fix: add --feedback-path, e.g. --feedback-path /feedback"
+        )
+    keep = flags["keep_user_ids"]
+    data["privacy"] = _set(
+        _section(data, "privacy", source),
+        redact=flags["redact"],
+        hash_user_ids=None if keep is None else not keep,
+    )
+    for key, flag in (("timeout_s", "timeout"), ("challenger_timeout_s", "challenger_timeout")):
+        if flags[flag] is not None:
+            data[key] = flags[flag]
+    for key in ("host", "port"):
+        if flags[key] is not None:
+            data[key] = flags[key]
+    cfg = load_model(ShadowServeConfig, data, source)
+    load_redactor(cfg.privacy.redact)  # a bad redactor fails before the server starts
+    return cfg
+
+
 @shadow_app.command()
 def serve(
     champion: Annotated[
-        str, typer.Option(help="Base URL of the champion RAG app, e.g. http://127.0.0.1:8000")
-    ],
+        str | None, typer.Option(help="Base URL of the champion RAG app, e.g. http://127.0.0.1:8000")
+    ] = None,
     challenger: Annotated[
         list[str] | None,
         typer.Option(help="NAME=URL of a challenger app (repeatable); it gets the same request."),
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="shadow.yaml with any of these settings (`ragreplay schema shadow`); flags win."),
+    ] = None,
     db: Annotated[
         str | None, typer.Option(help="Store for shadow rows (default: $RAGREPLAY_DB or ragreplay.db).")
     ] = None,
-    sample: Annotated[float, typer.Option(help="Share of requests shadowed outside every window.")] = 0.15,
+    sample: Annotated[
+        float | None, typer.Option(help="Share of requests shadowed outside every window [default: 0.15].")
+    ] = None,
     window: Annotated[
         list[str] | None,
         typer.Option(help="HH:MM-HH:MM=RATE: another rate during a time window (repeatable)."),
     ] = None,
-    tz: Annotated[str, typer.Option(help="IANA time zone of the windows.")] = "UTC",
+    tz: Annotated[str | None, typer.Option(help="IANA time zone of the windows [default: UTC].")] = None,
     per: Annotated[
-        str, typer.Option(help="'request' or 'user' (a user is in or out for a whole window).")
-    ] = "request",
+        str | None,
+        typer.Option(help="'request' or 'user' (a user is in or out for a whole window) [default: request]."),
+    ] = None,
     question_path: Annotated[
-        str, typer.Option(help="Dotted path of the question in the JSON request.")
-    ] = "question",
+        str | None,
+        typer.Option(help="Dotted path of the question in the JSON request [default: question, then query]."),
+    ] = None,
     answer_path: Annotated[
-        str, typer.Option(help="Dotted path of the answer in the JSON responses.")
-    ] = "answer",
+        str | None, typer.Option(help="Dotted path of the answer in JSON replies [default: answer].")
+    ] = None,
     contexts_path: Annotated[
         str | None, typer.Option(help="Dotted path of the retrieved chunks (ids).")
     ] = None,
@@ -170,12 +285,15 @@ def serve(
     tags_path: Annotated[
         str | None, typer.Option(help="Dotted path of an object of tags in the request.")
     ] = None,
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8787,
+    host: Annotated[str | None, typer.Option(help="Interface to listen on [default: 127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on [default: 8787].")] = None,
     timeout: Annotated[
-        float, typer.Option(help="Seconds to wait for the champion before answering 504.")
-    ] = 60.0,
-    challenger_timeout: Annotated[float, typer.Option(help="Seconds a challenger may take.")] = 30.0,
+        float | None,
+        typer.Option(help="Seconds to wait for the champion before answering 504 [default: 60]."),
+    ] = None,
+    challenger_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a challenger may take [default: 30].")
+    ] = None,
     mirror_path: Annotated[
         list[str] | None,
         typer.Option(help="Shadow only requests to this path; shell patterns like /api/*/ask (repeatable)."),
@@ -188,8 +306,11 @@ def serve(
         ),
     ] = None,
     request_id_header: Annotated[
-        str, typer.Option(help="Request header holding the id that feedback refers to ('' for none).")
-    ] = "X-Request-Id",
+        str | None,
+        typer.Option(
+            help="Request header holding the id feedback refers to ('' for none) [default: X-Request-Id]."
+        ),
+    ] = None,
     request_id_path: Annotated[
         str | None,
         typer.Option(help="Dotted path of that id in the champion's JSON reply, when no header has it."),
@@ -199,77 +320,53 @@ def serve(
         typer.Option(help="The app's own feedback endpoint (e.g. /feedback): forwarded as usual, and read."),
     ] = None,
     feedback_id_path: Annotated[
-        str, typer.Option(help="Dotted path of the request id in the feedback request body.")
-    ] = "request_id",
+        str | None,
+        typer.Option(help="Dotted path of the request id in the feedback body [default: request_id]."),
+    ] = None,
     feedback_label_path: Annotated[
-        str, typer.Option(help="Dotted path of the label (good/bad, thumbs, 1/0) in the feedback body.")
-    ] = "feedback",
+        str | None,
+        typer.Option(
+            help="Dotted path of the label (good/bad, thumbs, 1/0) in the feedback body [default: feedback]."
+        ),
+    ] = None,
     feedback_comment_path: Annotated[
         str | None, typer.Option(help="Dotted path of a free-text comment in the feedback body.")
     ] = None,
     redact: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="Redaction of queries, answers and comments before storage: default (e-mail, phone, IBAN), "
             "none, or module:function."
         ),
-    ] = "default",
+    ] = None,
     keep_user_ids: Annotated[
-        bool, typer.Option(help="Store user ids as they are instead of salted hashes.")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--keep-user-ids/--hash-user-ids", help="Store user ids as they are, or salted hashes [default]."
+        ),
+    ] = None,
 ) -> None:
     """Forward every request to the champion unchanged; shadow a sample to the challengers; counters at
     /_shadow/stats; users' feedback via --feedback-path or POST /_shadow/feedback."""
-    check_champion_url(champion)
-    redactor = load_redactor(redact)
-    paths = tuple(check_path(p, "--mirror-path") for p in mirror_path or [])
-    tap = None
-    if feedback_path is not None:
-        tap = FeedbackTap(
-            check_path(feedback_path, "--feedback-path"),
-            feedback_id_path,
-            feedback_label_path,
-            feedback_comment_path,
-        )
-    urls = parse_challengers(challenger or [])
-    sampler = build_sampler(sample, window or [], tz, per)
-    questions = (question_path,) if question_path != "question" else ("question", "query")
-    fields = RequestFields(
-        question_paths=questions,
-        answer_path=answer_path,
-        contexts_path=contexts_path,
-        user_path=user_path,
-        tags_path=tags_path,
-        request_id_header=request_id_header or None,
-        request_id_path=request_id_path,
-        stream_text_path=stream_text_path,
-    )
+    flags = dict(locals())
+    cfg = resolve_config(flags.pop("config"), flags)
     try:
         import uvicorn
     except ImportError as exc:
         raise RagreplayError("`ragreplay shadow serve` needs uvicorn. Fix: pip install uvicorn") from exc
     app: object
-    if urls:
-        store = Store.open(db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB)
-        app = build_app(
-            champion,
-            urls,
-            store,
-            sampler,
-            fields,
-            timeout,
-            challenger_timeout,
-            mirror_paths=paths,
-            feedback=tap,
-            redact=redactor,
-            hash_user_ids=not keep_user_ids,
-        )
-        shadowed = f"challengers {', '.join(urls)}"
+    if cfg.challengers:
+        store = Store.open(cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB)
+        app = app_from_config(cfg, store)
+        shadowed = f"challengers {', '.join(cfg.challengers)}"
     else:  # no challenger: forward and count only, no store needed
-        app = create_proxy(champion, mirror=None, timeout_s=timeout)
+        app = create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
         shadowed = "no challenger (forwarding only)"
     typer.echo(
-        f"shadow proxy on http://{host}:{port} -> {champion}; {shadowed} (stats at /_shadow/stats)", err=True
+        f"shadow proxy on http://{cfg.host}:{cfg.port} -> {cfg.champion}; {shadowed} (stats at /_shadow/stats)",
+        err=True,
     )
     # no server/date headers of the proxy's own: the champion's pass through unchanged
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False)
+    uvicorn.run(
+        app, host=cfg.host, port=cfg.port, log_level="warning", server_header=False, date_header=False
+    )
