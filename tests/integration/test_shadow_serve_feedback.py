@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -101,7 +102,16 @@ def test_feedback_reaches_the_store_by_request_id_and_other_paths_are_not_shadow
         assert client.post("/_shadow/feedback", json={"feedback": "bad"}).status_code == 400
         assert client.get("/_shadow/feedback").status_code == 405
         stats = client.get("/_shadow/stats").json()
+        metrics = client.get("/_shadow/metrics")
     next(server, None)
+
+    assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = {
+        s.name: s.value for family in text_string_to_metric_families(metrics.text) for s in family.samples
+    }
+    assert samples["ragreplay_shadow_mirrored_total"] == stats["mirror"]["recorded"] == 6
+    assert samples["ragreplay_shadow_other_paths_total"] == 1
+    assert samples["ragreplay_shadow_effective_sampling_rate"] == 1.0
 
     mirror = stats["mirror"]
     sampled = stats["sampler"]

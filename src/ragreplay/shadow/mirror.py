@@ -23,9 +23,10 @@ from typing import Any
 
 import aiohttp
 
-from ragreplay.asgi import read_body, run_lifespan, send_json
+from ragreplay.asgi import read_body, run_lifespan, send_body, send_json
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
+from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
 from ragreplay.shadow.proxy import (
     STATS_PATH,
     ChampionReply,
@@ -67,6 +68,7 @@ class FeedbackTap:
 
 
 FEEDBACK_PATH = "/_shadow/feedback"
+METRICS_PATH = "/_shadow/metrics"
 
 
 class MirrorHttpTarget:
@@ -269,9 +271,10 @@ class ProxyMirror:
 
 class ShadowServeApp:
     """The proxy plus the shadow's lifecycle: ``/_shadow/stats`` adds the shadow's and the mirror's counters,
-    ``POST /_shadow/feedback`` takes a user's label (``{"request_id": ..., "feedback": "bad", "comment": ...}``,
-    202 when queued, 400 with the reason otherwise), and on shutdown the shadow is closed (challengers awaited,
-    logs flushed), then ``on_close`` runs. Neither path is forwarded to the champion."""
+    ``/_shadow/metrics`` serves them in the Prometheus text format, ``POST /_shadow/feedback`` takes a user's
+    label (``{"request_id": ..., "feedback": "bad", "comment": ...}``, 202 when queued, 400 with the reason
+    otherwise), and on shutdown the shadow is closed (challengers awaited, logs flushed), then ``on_close``
+    runs. None of these paths is forwarded to the champion."""
 
     def __init__(
         self,
@@ -312,6 +315,9 @@ class ShadowServeApp:
             return
         if scope["type"] == "http" and scope["path"] == STATS_PATH:
             await send_json(send, 200, self.stats())
+            return
+        if scope["type"] == "http" and scope["path"] == METRICS_PATH:
+            await send_body(send, 200, prometheus_text(self.stats()).encode(), CONTENT_TYPE)
             return
         if scope["type"] == "http" and scope["path"] == FEEDBACK_PATH:
             await self._feedback(scope, receive, send)
