@@ -121,6 +121,7 @@ def serve_role(args: argparse.Namespace) -> None:
         server_header=False,
         date_header=False,
         timeout_graceful_shutdown=2,
+        **({"loop": "asyncio", "http": "h11"} if args.stack == "plain" else {}),
     )
 
 
@@ -195,6 +196,16 @@ def cpu_s(pid: int | None = None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_s() -> float | None:
+    """CPU seconds that processes on this machine spent so far, in user and system mode (all cores; interrupt
+    time, where the kernel does much of the loopback networking, is left out); None where /proc is missing."""
+    try:
+        user, nice, system = (int(v) for v in Path("/proc/stat").read_text().split()[1:4])
+    except (OSError, ValueError):
+        return None
+    return (user + nice + system) / os.sysconf("SC_CLK_TCK")
+
+
 async def measure(
     direct_url: str, proxy_url: str, requests: int, concurrency: int, rounds: int, pids: dict[str, int]
 ) -> dict[str, Any]:
@@ -206,11 +217,16 @@ async def measure(
     errors = {"direct": 0, "proxy": 0}
     wall = {"direct": 0.0, "proxy": 0.0}
     cpu: dict[str, dict[str, float | None]] = {
-        path: dict.fromkeys([*pids, "client"], 0.0) for path in latencies
+        path: dict.fromkeys([*pids, "client", "others"], 0.0) for path in latencies
     }
 
     def snapshot() -> dict[str, float | None]:
-        return {**{role: cpu_s(pid) for role, pid in pids.items()}, "client": cpu_s()}
+        ours = {**{role: cpu_s(pid) for role, pid in pids.items()}, "client": cpu_s()}
+        busy = machine_busy_s()
+        known = [v for v in ours.values() if v is not None]
+        # whatever else ran on the machine meanwhile (other jobs, and the PostgreSQL server for a PG store)
+        others = None if busy is None or len(known) < len(ours) else busy - sum(known)
+        return {**ours, "others": others}
 
     async with client_session(concurrency) as direct, client_session(concurrency) as through:
         clients = {"direct": (direct, direct_url), "proxy": (through, proxy_url)}
@@ -233,8 +249,10 @@ async def measure(
     return {"latencies": latencies, "errors": errors, "cpu_s": cpu, "wall_s": wall}
 
 
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop for the load client when installed, like the servers (uvicorn's "auto")."""
+def _loop_factory(stack: str = "auto") -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop for the load client when installed and ``stack`` is "auto", like the servers."""
+    if stack == "plain":
+        return None
     try:
         import uvloop
     except ImportError:
@@ -242,10 +260,13 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def server_stack() -> dict[str, str]:
-    """The event loop and HTTP parser uvicorn's "auto" picks here (the same for all three servers and the
-    client's loop)."""
+def server_stack(stack: str = "auto") -> dict[str, str]:
+    """The event loop and HTTP parser of all three servers (and the client's loop): uvicorn's "auto" picks
+    uvloop and httptools when installed; "plain" is asyncio and h11."""
     import importlib.util
+
+    if stack == "plain":
+        return {"loop": "asyncio", "http": "h11"}
 
     have = {name: importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools")}
     return {
@@ -267,8 +288,8 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
     ports = {role: free_port() for role in ("champion", "challenger", "proxy")}
     champion_url = f"http://127.0.0.1:{ports['champion']}"
     procs = [
-        start("champion", ports["champion"], "--latency", str(args.latency)),
-        start("challenger", ports["challenger"]),
+        start("champion", ports["champion"], "--latency", str(args.latency), "--stack", args.stack),
+        start("challenger", ports["challenger"], "--stack", args.stack),
     ]
     with Store.open(db) as store:  # creates the schema once, before the proxy
         before = store.count_shadow_rows()
@@ -283,13 +304,15 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
             str(args.rate),
             "--timeout",
             str(args.timeout),
+            "--stack",
+            args.stack,
             "--stats-file",
             str(stats_file),
         ),
     )
     try:
         pids = {"proxy": proxy.pid, "champion": procs[0].pid, "challenger": procs[1].pid}
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        with asyncio.Runner(loop_factory=_loop_factory(args.stack)) as runner:
             measured = runner.run(
                 measure(
                     champion_url,
@@ -335,7 +358,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
             }
             for path, spent in measured["cpu_s"].items()
         },
-        "server_stack": server_stack(),
+        "server_stack": server_stack(args.stack),
         "stats": stats,
         "rows_expected": expected_rows,
         "rows_in_store": stored,
@@ -359,6 +382,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--champion", help=argparse.SUPPRESS)
     parser.add_argument("--challenger", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stack",
+        choices=["auto", "plain"],
+        default="auto",
+        help="auto: uvicorn's pick (uvloop + httptools when installed); plain: asyncio + h11, for comparison",
+    )
     parser.add_argument("--stats-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role:
