@@ -1,0 +1,70 @@
+"""`ragreplay shadow serve --workers N`: N uvicorn worker processes, each with its own proxy, Shadow, ShadowLog
+and store connection.
+
+uvicorn starts workers by importing the app by name, so the resolved :class:`ShadowServeConfig` travels to them
+as JSON in an environment variable and :func:`create_app` (a uvicorn factory) builds the app in each worker.
+Each worker samples, mirrors and logs on its own: ``/_shadow/stats`` shows the counters of whichever worker
+answered, and the rows of all of them land in the one store (SQLite serialises the writers, PostgreSQL takes
+them side by side).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ragreplay.errors import ConfigError
+from ragreplay.settings import DEFAULT_DB
+from ragreplay.shadow.config import ShadowServeConfig
+from ragreplay.shadow.proxy import create_proxy
+from ragreplay.store import Store
+
+CONFIG_ENV = "RAGREPLAY_SHADOW_SERVE_CONFIG"
+APP_FACTORY = "ragreplay.cli.shadow_workers:create_app"
+
+
+def export_config(cfg: ShadowServeConfig) -> None:
+    """Put ``cfg`` where the workers' :func:`create_app` reads it (the workers inherit the environment)."""
+    os.environ[CONFIG_ENV] = cfg.model_dump_json()
+
+
+def create_app() -> Any:
+    """The shadow serve app of one worker, from the configuration :func:`export_config` put in the
+    environment: the proxy with the shadow wired when there are challengers, else the bare proxy."""
+    from ragreplay.cli.shadow_cmd import app_from_config
+
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        raise ConfigError(
+            f"${CONFIG_ENV} is not set: this factory is started by `ragreplay shadow serve --workers N`. "
+            "Fix: run that command instead of pointing uvicorn at it."
+        )
+    cfg = ShadowServeConfig.model_validate_json(raw)
+    if not cfg.challengers:
+        return create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
+    return app_from_config(cfg, Store.open(cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB))
+
+
+def check_workers(workers: int) -> int:
+    """``workers`` if it is at least 1; else a `ConfigError` naming the flag."""
+    if workers < 1:
+        raise ConfigError(f"--workers {workers}: expected 1 or more. Fix: e.g. --workers 4 (one per core).")
+    return workers
+
+
+def run_workers(cfg: ShadowServeConfig, workers: int) -> None:
+    """Serve ``cfg`` with ``workers`` uvicorn worker processes (blocks until they stop)."""
+    import uvicorn
+
+    export_config(cfg)
+    uvicorn.run(
+        APP_FACTORY,
+        factory=True,
+        workers=check_workers(workers),
+        host=cfg.host,
+        port=cfg.port,
+        log_level="warning",
+        # no server/date headers of the proxy's own: the champion's pass through unchanged
+        server_header=False,
+        date_header=False,
+    )
