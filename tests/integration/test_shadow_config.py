@@ -124,6 +124,8 @@ def test_flag_mistakes_and_yaml_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["shadow", "serve", "--config", str(broken)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "broken.yaml:" in err and "invalid YAML" in err
+    assert main(["shadow", "serve", "--champion", "http://a:1", "--workers", "0"]) == 2
+    assert "--workers 0" in capsys.readouterr().err
     assert main(["shadow", "serve", "--config", str(tmp_path / "missing.yaml")]) == 2
     assert "file not found" in " ".join(capsys.readouterr().err.split())
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ragreplay.cli.shadow_workers import check_workers, run_workers
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig, base_url_problem, path_problem
@@ -339,6 +340,10 @@ def serve(
             "none, or module:function."
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(help="Worker processes, each with its own proxy, shadow and log (one per core)."),
+    ] = 1,
     keep_user_ids: Annotated[
         bool | None,
         typer.Option(
@@ -349,23 +354,32 @@ def serve(
     """Forward every request to the champion unchanged; shadow a sample to the challengers; counters at
     /_shadow/stats; users' feedback via --feedback-path or POST /_shadow/feedback."""
     flags = dict(locals())
+    workers = check_workers(flags.pop("workers"))
     cfg = resolve_config(flags.pop("config"), flags)
     try:
         import uvicorn
     except ImportError as exc:
         raise RagreplayError("`ragreplay shadow serve` needs uvicorn. Fix: pip install uvicorn") from exc
+    typer.echo(
+        f"shadow proxy on http://{cfg.host}:{cfg.port} -> {cfg.champion}; "
+        + (
+            f"challengers {', '.join(cfg.challengers)}"
+            if cfg.challengers
+            else "no challenger (forwarding only)"
+        )
+        + (f"; {workers} workers" if workers > 1 else "")
+        + " (stats at /_shadow/stats, /_shadow/metrics)",
+        err=True,
+    )
+    if workers > 1:
+        run_workers(cfg, workers)
+        return
     app: object
     if cfg.challengers:
         store = Store.open(cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB)
         app = app_from_config(cfg, store)
-        shadowed = f"challengers {', '.join(cfg.challengers)}"
     else:  # no challenger: forward and count only, no store needed
         app = create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
-        shadowed = "no challenger (forwarding only)"
-    typer.echo(
-        f"shadow proxy on http://{cfg.host}:{cfg.port} -> {cfg.champion}; {shadowed} (stats at /_shadow/stats)",
-        err=True,
-    )
     # no server/date headers of the proxy's own: the champion's pass through unchanged
     uvicorn.run(
         app, host=cfg.host, port=cfg.port, log_level="warning", server_header=False, date_header=False
