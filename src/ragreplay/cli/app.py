@@ -18,6 +18,7 @@ from ragreplay.cli import (
     shadow_demo_cmd,
     shadow_feedback_cmd,
     shadow_judge_cmd,
+    shadow_purge_cmd,
     triage_cmd,
 )
 from ragreplay.cli.common import err_console
@@ -43,6 +44,7 @@ app.command()(compare_cmd.comparisons)
 app.command()(triage_cmd.triage)
 shadow_judge_cmd.register(shadow_cmd.shadow_app)
 shadow_feedback_cmd.register(shadow_cmd.shadow_app)
+shadow_purge_cmd.register(shadow_cmd.shadow_app)
 shadow_cmd.shadow_app.command(name="demo")(shadow_demo_cmd.demo)
 app.add_typer(shadow_cmd.shadow_app, name="shadow")
 

@@ -16,6 +16,7 @@ from ragreplay.store.runs import RunsMixin
 from ragreplay.store.shadow import ShadowMixin
 from ragreplay.store.shadow_feedback import ShadowFeedbackMixin
 from ragreplay.store.shadow_judgments import ShadowJudgmentsMixin
+from ragreplay.store.shadow_purge import ShadowPurgeMixin
 from ragreplay.store.sources import SourcesMixin
 
 
@@ -26,6 +27,7 @@ class Store(
     ShadowMixin,
     ShadowJudgmentsMixin,
     ShadowFeedbackMixin,
+    ShadowPurgeMixin,
     CacheMixin,
     BatchMixin,
     StoreBase,
