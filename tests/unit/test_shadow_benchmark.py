@@ -66,3 +66,17 @@ def test_rounds_split_the_requests_evenly() -> None:
         sys.path.remove(str(ROOT / "benchmarks"))
     assert _rounds(10, 4) == [3, 3, 2, 2]
     assert _rounds(3, 8) == [1, 1, 1] and _rounds(5, 0) == [5]
+
+
+def test_shadow_proxy_hop_benchmark_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "shadow_proxy_hop.py"), "--requests", "200"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr  # it exits non-zero unless every request got the upstream's 200
+    result = json.loads(out.stdout)
+    assert result["loop"] == "uvloop"
+    assert result["cpu_us_per_request_c1"] > 0 and result["cpu_us_per_request_c16"] > 0
