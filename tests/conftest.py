@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -78,3 +80,64 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+# The browser the UI tests drive: Debian's chromium (apt-get install chromium), never a downloaded one.
+CHROMIUM = (
+    os.environ.get("RAGREPLAY_TEST_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """A headless chromium driven by Playwright, for the whole session.
+
+    Without chromium or Playwright the browser tests are skipped with the reason, unless CI is set, where
+    they fail (`.ci/run` installs chromium when it is missing).
+    """
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem: str | None = "Playwright is not installed (pip install -e '.[dev]')"
+    else:
+        problem = None if CHROMIUM else "no chromium on PATH (Debian: apt-get install chromium)"
+    if problem is not None:
+        if _ci():
+            pytest.fail(f"{problem}. CI is set, so the browser tests must run.")
+        pytest.skip(problem)
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page that fails the test on any request leaving 127.0.0.1 / file:// and records console
+    errors and dialogs (``page.problems``)."""
+    context = browser.new_context()
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on(
+        "console",
+        lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None,
+    )
+    opened.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    opened.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+
+    def local_only(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(("file://", "http://127.0.0.1", "data:", "about:")):
+            route.continue_()
+        else:
+            problems.append(f"request left the machine: {url}")
+            route.abort()
+
+    opened.route("**/*", local_only)
+    opened.problems = problems
+    try:
+        yield opened
+    finally:
+        context.close()
