@@ -12,7 +12,7 @@ import pytest
 from ragreplay.report import render
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
-from test_html_report import EVIL, _summary  # noqa: E402
+from test_html_report import EVIL, _summary
 
 pytestmark = pytest.mark.browser
 
