@@ -14,6 +14,7 @@ from ragreplay.store.connect import StoreError, connection_failure, create_store
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.runs import RunsMixin
 from ragreplay.store.shadow import ShadowMixin
+from ragreplay.store.shadow_browse import ShadowBrowseMixin
 from ragreplay.store.shadow_feedback import ShadowFeedbackMixin
 from ragreplay.store.shadow_judgments import ShadowJudgmentsMixin
 from ragreplay.store.shadow_purge import ShadowPurgeMixin
@@ -28,6 +29,7 @@ class Store(
     ShadowJudgmentsMixin,
     ShadowFeedbackMixin,
     ShadowPurgeMixin,
+    ShadowBrowseMixin,
     CacheMixin,
     BatchMixin,
     StoreBase,
