@@ -85,7 +85,6 @@ def test_two_workers_answer_and_both_flush_their_rows(urls: dict[str, str], stor
         challenger_timeout_s=2,
         port=port,
     )
-    Store.open(store_url).close()  # the schema exists before two workers race to create it
     code = (
         "import sys; from ragreplay.cli.shadow_workers import run_workers; "
         "from ragreplay.shadow.config import ShadowServeConfig; "

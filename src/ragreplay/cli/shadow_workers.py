@@ -42,7 +42,11 @@ def create_app() -> Any:
     cfg = ShadowServeConfig.model_validate_json(raw)
     if not cfg.challengers:
         return create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
-    return app_from_config(cfg, Store.open(cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB))
+    return app_from_config(cfg, Store.open(_store_url(cfg)))
+
+
+def _store_url(cfg: ShadowServeConfig) -> str:
+    return cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB
 
 
 def check_workers(workers: int) -> int:
@@ -56,6 +60,10 @@ def run_workers(cfg: ShadowServeConfig, workers: int) -> None:
     """Serve ``cfg`` with ``workers`` uvicorn worker processes (blocks until they stop)."""
     import uvicorn
 
+    if cfg.challengers:
+        # create or migrate the store once, here: a bad URL fails before any worker starts, and the workers
+        # do not race each other to create the schema
+        Store.open(_store_url(cfg)).close()
     export_config(cfg)
     uvicorn.run(
         APP_FACTORY,
