@@ -15,6 +15,7 @@ from ragreplay.cli import (
     run_cmd,
     schema_cmd,
     shadow_cmd,
+    shadow_dashboard_cmd,
     shadow_demo_cmd,
     shadow_feedback_cmd,
     shadow_judge_cmd,
@@ -45,6 +46,7 @@ app.command()(triage_cmd.triage)
 shadow_judge_cmd.register(shadow_cmd.shadow_app)
 shadow_feedback_cmd.register(shadow_cmd.shadow_app)
 shadow_purge_cmd.register(shadow_cmd.shadow_app)
+shadow_dashboard_cmd.register(shadow_cmd.shadow_app)
 shadow_cmd.shadow_app.command(name="demo")(shadow_demo_cmd.demo)
 app.add_typer(shadow_cmd.shadow_app, name="shadow")
 

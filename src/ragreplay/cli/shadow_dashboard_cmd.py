@@ -1,0 +1,80 @@
+"""`ragreplay shadow dashboard`: serve the read-only shadow dashboard over the store."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragreplay.cli.common import err_console, settings_from
+from ragreplay.errors import ConfigError
+
+DEFAULT_PORT = 8788
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_listen(host: str, port: int) -> None:
+    """Fail with a fix when ``host:port`` cannot be listened on (taken, or not an address of this machine)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(
+            f"--host {host!r} is not a known host name or address ({exc.strerror}). Fix: use 127.0.0.1 "
+            "(this machine only) or 0.0.0.0 (every interface)"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: choose another --port, or stop "
+                "what uses that one"
+            ) from None
+
+
+def dashboard(
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on")] = DEFAULT_PORT,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Serve the read-only shadow dashboard: agreement and preference per challenger, the grid, per-tag and
+    per-day tables, the questions the judge could not score, and every judged row; each page has a JSON
+    twin (/index.json, /rows.json, /rows/ID.json). Run `ragreplay shadow judge` to add new rows to it."""
+    import uvicorn
+
+    from ragreplay.dashboard import create_app
+
+    settings = settings_from(config, db=db)
+    check_listen(host, port)
+    app = create_app(settings.db)
+    shown = f"[{host}]" if ":" in host else host
+    err_console.print(
+        f"shadow dashboard on http://{shown}:{port}/ (store {app.state.store.url}); Ctrl-C stops it",
+        highlight=False,
+    )
+    if not _loopback(host):
+        err_console.print(
+            f"note: the dashboard has no login; anyone who can reach {host}:{port} can read the logged "
+            "questions and answers. Put it behind your own authentication or keep it on 127.0.0.1",
+            highlight=False,
+        )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``dashboard`` to the ``shadow`` sub-app."""
+    app.command(name="dashboard")(dashboard)

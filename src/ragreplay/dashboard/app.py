@@ -1,0 +1,152 @@
+"""The read-only shadow dashboard: server-rendered pages over the store, each with a JSON twin.
+
+``GET /`` (``/index.json``): the headline numbers, grid, per-tag table, feedback, warnings and per-day trend of a
+window (``?since=7d``). ``GET /rows`` (``/rows.json``): judged rows newest first, filtered, keyset-paged.
+``GET /rows/{id}`` (``/rows/{id}.json``): one row whole. ``GET /healthz``: ``ok``. Nothing is ever written:
+every endpoint only reads. Pages are self-contained (inline CSS and SVG, no script, nothing fetched from
+elsewhere) and every piece of user text is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ragreplay.dashboard.queries import (
+    ANSWER_PREVIEW,
+    BadRequest,
+    index_data,
+    row_data,
+    rows_data,
+)
+from ragreplay.report.labels import pct
+from ragreplay.store import Store, StoreError
+
+
+def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
+    return "–" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def _signed(value: float | None, digits: int = 0, suffix: str = "") -> str:
+    return "–" if value is None else f"{value:+.{digits}f}{suffix}"
+
+
+def _attr(value: float | None) -> str:
+    """A number for a ``data-*`` attribute: Python's round-tripping repr, or empty when there is none."""
+    return "" if value is None else repr(float(value))
+
+
+def environment() -> Environment:
+    """The dashboard's Jinja2 environment: package templates, autoescaping on for every template."""
+    env = Environment(
+        loader=PackageLoader("ragreplay.dashboard", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["pct"] = pct
+    env.filters["number"] = _number
+    env.filters["signed"] = _signed
+    env.filters["attr"] = _attr
+    env.globals["preview"] = ANSWER_PREVIEW
+    return env
+
+
+def create_app(store_url: str) -> Starlette:
+    """The dashboard over the store at ``store_url``, opened now (a bad URL raises :class:`StoreError`) and
+    closed when the app shuts down."""
+    store = Store.open(store_url)
+    env = environment()
+
+    def page(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(template).render(store_url=store.url, **context)
+        return HTMLResponse(html, status_code=status_code)
+
+    def problem(request: Request, status: int, title: str, message: str, json_twin: bool) -> Response:
+        if json_twin:
+            return JSONResponse({"error": message, "status": status}, status_code=status)
+        return page("error.html.j2", status, status=status, title=title, message=message)
+
+    def guarded(
+        build: Callable[[Request], Any], template: str, json_twin: bool
+    ) -> Callable[[Request], Response]:
+        # Sync endpoints: Starlette runs them in its thread pool, so a slow query never blocks the loop.
+        def endpoint(request: Request) -> Response:
+            try:
+                data = build(request)
+            except BadRequest as exc:
+                return problem(request, 400, "Bad request", str(exc), json_twin)
+            except (StoreError, SQLAlchemyError) as exc:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                return problem(
+                    request,
+                    503,
+                    "Store unavailable",
+                    f"The store at {store.url} could not be read: {reason}. Fix: check that the database is up "
+                    "and reachable, then reload",
+                    json_twin,
+                )
+            if data is None:
+                row_id = request.path_params.get("row_id", "")
+                message = (
+                    f"There is no shadow row with id {row_id!r}. Fix: pick a row from the list of rows; rows "
+                    "older than the retention period are purged"
+                )
+                return problem(request, 404, "Not found", message, json_twin)
+            if json_twin:
+                return JSONResponse(data)
+            return page(template, d=data)
+
+        return endpoint
+
+    def params(request: Request) -> Mapping[str, str]:
+        return dict(request.query_params)
+
+    def index(request: Request) -> Any:
+        return index_data(store, request.query_params.get("since"))
+
+    def rows(request: Request) -> Any:
+        return rows_data(store, params(request))
+
+    def one_row(request: Request) -> Any:
+        return row_data(store, request.path_params["row_id"])
+
+    def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        twin = request.url.path.endswith(".json")
+        message = f"Nothing lives at {request.url.path}. Fix: start from the overview at /"
+        if status == 405:
+            message = "The dashboard is read-only: only GET (and HEAD) requests are answered"
+        return problem(request, status, "Not found" if status == 404 else "Method not allowed", message, twin)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            store.close()
+
+    routes = [
+        Route("/", guarded(index, "index.html.j2", False)),
+        Route("/index.json", guarded(index, "", True)),
+        Route("/rows", guarded(rows, "rows.html.j2", False)),
+        Route("/rows.json", guarded(rows, "", True)),
+        Route("/rows/{row_id:path}.json", guarded(one_row, "", True)),
+        Route("/rows/{row_id:path}", guarded(one_row, "row.html.j2", False)),
+        Route("/healthz", healthz),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+    app.state.store = store
+    return app
