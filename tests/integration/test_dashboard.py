@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator
@@ -499,3 +500,27 @@ def test_cli_refuses_a_port_in_use_and_a_bad_store(
     assert main(["shadow", "dashboard", "--db", bad_store, "--port", str(free_port())]) == 2
     assert "Cannot open the store" in capsys.readouterr().err
     assert main(["shadow", "dashboard", "--db", store_url, "--port", "0"]) == 2  # typer: out of range
+
+
+def test_the_overview_is_reused_for_cache_s_seconds(seeded: Store, store_url: str) -> None:
+    def judged(client: TestClient, since: str = "7d") -> int:
+        return int(twin(client, f"/index.json?since={since}")["judged"])
+
+    with (
+        TestClient(create_app(store_url, cache_s=0.5)) as cached,
+        TestClient(create_app(store_url, cache_s=0)) as live,
+    ):
+        before = judged(cached)
+        assert judged(cached, "") == before == judged(live)  # "" is the default window, 7d
+        seeded.write_shadow_rows([make_row("later", 0.02, "c", SAME, SAME)])
+        seeded.save_shadow_judgments(
+            [
+                record.model_copy(update={"row_id": "later", "challenger": "c"})
+                for _, record in seeded.browse_shadow_judgments(limit=1)
+            ]
+        )
+        assert judged(live) == before + 1
+        assert judged(cached) == before  # within cache_s: the kept overview
+        assert twin(cached, "/rows.json?limit=1")["rows"][0]["id"] == "later"  # lists are always fresh
+        time.sleep(0.6)
+        assert judged(cached) == before + 1

@@ -9,8 +9,12 @@ elsewhere) and every piece of user text is escaped.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -27,6 +31,7 @@ from ragreplay.dashboard.queries import (
     index_data,
     row_data,
     rows_data,
+    since_start,
 )
 from ragreplay.report.labels import pct
 from ragreplay.store import Store, StoreError
@@ -61,11 +66,41 @@ def environment() -> Environment:
     return env
 
 
-def create_app(store_url: str) -> Starlette:
+class RecentOverviews:
+    """The overview of each recently asked window, reused for ``ttl_s`` seconds: its summary reads every judged
+    row of the window, which takes seconds on a busy week, and a dashboard is reloaded often."""
+
+    def __init__(self, ttl_s: float, size: int = 8) -> None:
+        self.ttl_s = ttl_s
+        self.size = size
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+
+    def get(self, key: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The kept overview for ``key`` while fresh, else ``build()`` (kept for next time)."""
+        if self.ttl_s <= 0:
+            return build()
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None and time.monotonic() - found[0] < self.ttl_s:
+                self._kept.move_to_end(key)
+                return found[1]
+        data = build()
+        with self._lock:
+            self._kept[key] = (time.monotonic(), data)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return data
+
+
+def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
     """The dashboard over the store at ``store_url``, opened now (a bad URL raises :class:`StoreError`) and
-    closed when the app shuts down."""
+    closed when the app shuts down. The overview of a window is recomputed at most every ``cache_s``
+    seconds (0: on every request); lists of rows and single rows are always read afresh."""
     store = Store.open(store_url)
     env = environment()
+    overviews = RecentOverviews(cache_s)
 
     def page(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(template).render(store_url=store.url, **context)
@@ -112,7 +147,8 @@ def create_app(store_url: str) -> Starlette:
         return dict(request.query_params)
 
     def index(request: Request) -> Any:
-        return index_data(store, request.query_params.get("since"))
+        since, _ = since_start(request.query_params.get("since"), datetime.now(UTC))  # 400 before the cache
+        return overviews.get(since, lambda: index_data(store, since))
 
     def rows(request: Request) -> Any:
         return rows_data(store, params(request))

@@ -113,7 +113,9 @@ class ShadowBrowseMixin(StoreBase):
             query = query.where(outcome_condition(outcome))
         if after is not None:
             ts, row_id = after
-            query = query.where(or_(_R.ts < ts, and_(_R.ts == ts, _R.id < row_id)))
+            # ts <= last AND (ts < last OR id < last id): the same rows as the usual OR form, but the first
+            # term bounds the index range, so the scan starts at the cursor instead of at the window's end.
+            query = query.where(_R.ts <= ts, or_(_R.ts < ts, _R.id < row_id))
         with self._read() as conn:
             return [(shadow_row_of(r), judgment_of(r)) for r in conn.execute(query)]
 
