@@ -4,14 +4,18 @@ once, user text is escaped, and bad parameters get a 400 with the fix."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
+import subprocess
+import sys
 import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -524,3 +528,15 @@ def test_the_overview_is_reused_for_cache_s_seconds(seeded: Store, store_url: st
         assert twin(cached, "/rows.json?limit=1")["rows"][0]["id"] == "later"  # lists are always fresh
         time.sleep(0.6)
         assert judged(cached) == before + 1
+
+
+def test_benchmark_script_small_run(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "dashboard_pages.py"
+    db = tmp_path / "bench.db"
+    args = [sys.executable, str(script), "--db", str(db), "--rows", "300", "--days", "10", "--reps", "1"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(out.stdout)
+    assert result["rows"] == 300 and result["backend"] == "sqlite"
+    assert 0 < result["judged_in_7d"] < 300
+    assert set(result["ms"]) >= {"/?since=7d", "/rows", "each later page of /rows.json"}
+    assert all(ms > 0 for ms in result["ms"].values())
