@@ -32,6 +32,9 @@ def test_shadow_demo_logs_judges_and_reports_every_request(
         assert store.count_shadow_feedback() == (N, N)
     assert len(rows) == N and len(judged) == N
     assert all(r.champion.latency_ms and r.candidate.latency_ms for r in rows)
+    users = {c.user_id for c in cases if c.user_id}
+    assert users and all(r.user_hash and r.user_hash not in users for r in rows if r.user_hash)  # hashed
+    assert sum(r.user_hash is not None for r in rows) == sum(c.user_id is not None for c in cases)
     # each user's logged thumb landed on the request that user made
     asked = Counter((c.query, c.feedback) for c in cases)
     stored = Counter((r.query, labels[r.request_id].feedback) for r in rows)

@@ -25,7 +25,7 @@ from ragreplay.store import Store
 from ragreplay.targets.asgi import TargetApp
 from ragreplay.targets.loader import load_target
 
-FIELDS = RequestFields(contexts_path="contexts", tags_path="tags", request_id_path="id")
+FIELDS = RequestFields(contexts_path="contexts", tags_path="tags", user_path="user_id", request_id_path="id")
 
 
 @dataclass(frozen=True)
