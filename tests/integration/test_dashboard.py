@@ -178,7 +178,7 @@ class Page(HTMLParser):
         return "".join(self.text_parts)
 
 
-def page(client: TestClient, url: str, status: int = 200) -> Page:
+def get_page(client: TestClient, url: str, status: int = 200) -> Page:
     response = client.get(url)
     assert response.status_code == status, response.text[:500]
     assert response.headers["content-type"].startswith("text/html")
@@ -217,7 +217,7 @@ def test_overview_shows_the_reports_numbers_and_its_twin_the_same_data(
 ) -> None:
     summary = report_summary(seeded)
     assert [s.name for s in summary.challengers] == ["b", "c"]
-    html = page(client, "/")
+    html = get_page(client, "/")
     data = twin(client, "/index.json")
 
     cards = html.all("div", class_="card")
@@ -281,7 +281,7 @@ def test_the_window_follows_since(seeded: Store, client: TestClient) -> None:
     assert wide["since"] == "30d"
     recent = twin(client, "/index.json?since=10m")
     assert recent["judged"] == 0 and recent["headline"] == []
-    html = page(client, "/?since=10m")
+    html = get_page(client, "/?since=10m")
     assert html.all(id="empty") and "ragreplay shadow judge --since 10m" in html.text
     assert html.all(id="grid") and html.all(id="by-tag") and html.all(id="by-day")
     iso = twin(client, f"/index.json?since={(NOW - timedelta(days=2)).date().isoformat()}")
@@ -296,7 +296,7 @@ def walk(client: TestClient, first: str) -> tuple[list[str], int]:
     pages = 0
     while url is not None:
         pages += 1
-        html = page(client, url)
+        html = get_page(client, url)
         split = urlsplit(url)
         data = twin(client, f"{split.path}.json?{split.query}")
         found = [tr["data-row-id"] for tr in html.all("tr", class_="row")]
@@ -378,12 +378,12 @@ def test_rows_show_verdicts_feedback_and_cut_answers(client: TestClient) -> None
     assert rows["r01"]["feedback"]["label"] == "bad" and rows["r02"]["feedback"]["label"] == "good"
     assert rows["r03"]["feedback"] is None
     assert rows["failed"]["error"].startswith("b: TimeoutError") and rows["failed"]["agreement"] is None
-    html = page(client, "/rows?limit=500")
+    html = get_page(client, "/rows?limit=500")
     assert LONG not in html.text and long["challenger_answer"] in html.text
 
 
 def test_one_row_whole_with_its_twin(client: TestClient) -> None:
-    html = page(client, "/rows/long")
+    html = get_page(client, "/rows/long")
     data = twin(client, "/rows/long.json")
     assert html.all(id="row-detail", data_row_id="long")
     assert LONG in html.text and data["candidate"]["text"] == LONG
@@ -400,14 +400,14 @@ def test_one_row_whole_with_its_twin(client: TestClient) -> None:
 
     rated = twin(client, "/rows/r01.json")
     assert rated["feedback"]["label"] == "bad" and rated["feedback"]["comment"].endswith("comment on r01")
-    assert "comment on r01" in page(client, "/rows/r01").text
+    assert "comment on r01" in get_page(client, "/rows/r01").text
 
     fresh = twin(client, "/rows/fresh.json")
-    assert fresh["judgment"] is None and "Not judged yet" in page(client, "/rows/fresh").text
+    assert fresh["judgment"] is None and "Not judged yet" in get_page(client, "/rows/fresh").text
     failed = twin(client, "/rows/failed.json")
     assert failed["candidate"]["error"] == "TimeoutError: 30 s" and failed["judgment"]["error"]
 
-    missing = page(client, "/rows/nope", status=404)
+    missing = get_page(client, "/rows/nope", status=404)
     assert "There is no shadow row with id 'nope'" in missing.text
     assert twin(client, "/rows/nope.json", status=404)["error"].startswith("There is no shadow row")
 
@@ -437,14 +437,14 @@ def test_bad_parameters_get_400_with_the_fix(client: TestClient) -> None:
         ("/rows?tag=dept", "tag='dept': expected KEY=VALUE"),
         ("/rows?after=garbage", "after='garbage' is not a cursor of this dashboard"),
     ]:
-        html = page(client, url, status=400)
+        html = get_page(client, url, status=400)
         assert words in html.text, url
         assert html.all(id="error", data_status="400")
         split = urlsplit(url)
         json_path = "/index.json" if split.path == "/" else f"{split.path}.json"
         error = twin(client, f"{json_path}?{split.query}", status=400)
         assert words in error["error"] and error["status"] == 400
-    assert page(client, "/nowhere", status=404).all(id="error", data_status="404")
+    assert get_page(client, "/nowhere", status=404).all(id="error", data_status="404")
     assert client.post("/").status_code == 405
     assert client.get("/healthz").text == "ok"
 
@@ -478,10 +478,10 @@ def test_empty_store(store_url: str) -> None:
     with TestClient(create_app(store_url)) as empty:
         data = twin(empty, "/index.json")
         assert data["headline"] == [] and data["judged"] == 0 and data["by_day"] == []
-        html = page(empty, "/")
+        html = get_page(empty, "/")
         assert html.all(id="headline") and html.all(id="empty")
         assert twin(empty, "/rows.json")["rows"] == []
-        assert page(empty, "/rows").all(id="rows")
+        assert get_page(empty, "/rows").all(id="rows")
 
 
 def free_port() -> int:
