@@ -88,9 +88,12 @@ CHROMIUM = (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """A headless chromium driven by Playwright, for the whole session.
+    """A headless chromium driven by Playwright, for the tests of one module.
+
+    Module scope, not session: Playwright's sync API keeps an event loop running in the main thread while it
+    is open, which would break every later ``asyncio.run`` of other modules.
 
     Without chromium or Playwright the browser tests are skipped with the reason, unless CI is set, where
     they fail (`.ci/run` installs chromium when it is missing).
