@@ -187,3 +187,34 @@ def test_streamed_answers_reach_the_user_in_pieces_and_the_log_whole(store: Stor
     assert row.champion.text == "Werknemers krijgen 25 dagen." and row.champion.chunk_ids == ["hr#1"]
     assert row.champion.latency_ms is not None and row.champion.latency_ms >= 15  # three pieces, 5 ms apart
     assert row.candidate.text == "25 vakantiedagen." and row.candidate.error is None
+
+
+async def cookie_setting_ask(request: Request) -> Response:
+    question = (await request.json())["question"]
+    reply = JSONResponse({"answer": f"{question} cookie={request.headers.get('cookie', '<none>')}"})
+    reply.set_cookie("session", f"user-of-{question}")
+    return reply
+
+
+def test_a_challengers_cookie_never_rides_on_the_next_users_request(
+    champion_url: str, store: Store, store_url: str
+) -> None:
+    challenger = serve(Starlette(routes=[Route("/ask", cookie_setting_ask, methods=["POST"])]))
+    by_name = next(challenger).replace("127.0.0.1", "localhost")  # a host name: cookie jars keep its cookies
+    app = build_app(
+        champion_url,
+        {"b": by_name},
+        Store.open(store_url),
+        build_sampler(1.0, [], "UTC", "request"),
+        RequestFields(),
+        timeout_s=5,
+        challenger_timeout_s=2,
+    )
+    server = serve(app)
+    url = next(server)
+    for question in ("alice", "bob"):
+        assert httpx.post(url + "/ask", json={"question": question}, trust_env=False).status_code == 200
+    next(server, None)
+    next(challenger, None)
+    answers = sorted(row.candidate.text for row in store.iter_shadow_rows())
+    assert answers == ["alice cookie=<none>", "bob cookie=<none>"]

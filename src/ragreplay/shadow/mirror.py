@@ -137,7 +137,10 @@ class MirrorHttpTarget:
         loop = asyncio.get_running_loop()
         if self._client is None or self._client.closed or self._loop is not loop:
             timeout = aiohttp.ClientTimeout(total=self._timeout)
-            self._client = aiohttp.ClientSession(timeout=timeout, trust_env=False)
+            # no cookie jar: a Set-Cookie from one user's mirrored reply must never ride on the next user's request
+            self._client = aiohttp.ClientSession(
+                timeout=timeout, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+            )
             self._loop = loop
         return self._client
 
