@@ -23,19 +23,11 @@ from typing import Any
 
 import aiohttp
 
-from ragreplay.asgi import read_body, run_lifespan, send_body, send_json
+from ragreplay.asgi import Receive, Scope, Send, read_body, run_lifespan, send_body, send_json
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
-from ragreplay.shadow.proxy import (
-    STATS_PATH,
-    ChampionReply,
-    MirroredRequest,
-    Receive,
-    Scope,
-    Send,
-    ShadowProxy,
-)
+from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
 from ragreplay.shadow.replies import RequestFields, lookup, parse_reply
 
 _EXCERPT = 200

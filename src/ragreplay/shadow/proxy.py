@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,12 +25,10 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
+from ragreplay.asgi import Receive, Scope, Send, read_body, run_lifespan, send_body
+
 log = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 STATS_PATH = "/_shadow/stats"
 DEFAULT_TEE_CAP = 1 << 20
@@ -192,29 +190,19 @@ class ShadowProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
+            await run_lifespan(receive, send, self.aclose)
         elif scope["type"] == "http":
             await self._http_request(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1011, "reason": "shadow proxy forwards HTTP only"})
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
     async def _http_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["path"] == STATS_PATH:
-            await _send_simple(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
+            await send_body(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
             return
         self.stats.requests += 1
         received_at = datetime.now(UTC) if self.mirror is not None else None
-        body = await _read_body(receive)
+        body = await read_body(receive)
         query: bytes = scope.get("query_string", b"")
         url = self._upstream_url(scope.get("raw_path") or scope["path"].encode(), query)
         session = self._http()
@@ -232,7 +220,7 @@ class ShadowProxy:
             status = 504 if isinstance(exc, TimeoutError) else 502
             self._count(status)
             log.warning("champion %s unreachable: %s", self.champion_url, exc)
-            await _send_simple(send, status, f"{status} champion unreachable\n".encode(), b"text/plain")
+            await send_body(send, status, f"{status} champion unreachable\n".encode(), b"text/plain")
             return
         reply_headers = _strip_hop_by_hop(list(upstream.raw_headers))
         content = upstream.content
@@ -322,18 +310,6 @@ class ShadowProxy:
         self.stats.by_status[key] = self.stats.by_status.get(key, 0) + 1
 
 
-async def _read_body(receive: Receive) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(parts)
-
-
 def _upstream_headers(scope: Scope) -> CIMultiDict[str]:
     """The user's headers less hop-by-hop ones, Host and Content-Length, plus X-Forwarded-Proto/-For/-Host."""
     # lower-case per the ASGI spec, but not every server promises it
@@ -364,12 +340,6 @@ def _upstream_headers(scope: Scope) -> CIMultiDict[str]:
     if host is not None:
         headers.add("x-forwarded-host", host.decode("latin-1"))
     return headers
-
-
-async def _send_simple(send: Send, status: int, body: bytes, content_type: bytes) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def create_proxy(
