@@ -79,30 +79,39 @@ def _csv_rows(
             )
         if missing:
             return
-        previous = reader.line_num
-        n_rows = 0
-        for cells in reader:
-            start, previous = previous + 1, reader.line_num
-            if problems.stopped:
-                return
-            if not any(c.strip() for c in cells):
-                continue
-            n_rows += 1
-            if len(cells) != len(header):
-                problems.add(
-                    start,
-                    None,
-                    f"row has {len(cells)} cells but the header has {len(header)}",
-                    f"quote cells that contain {delimiter!r}, quotes or line breaks",
-                )
-                continue
-            yield start, dict(zip(header, cells, strict=True))
-        if n_rows == 0:
-            problems.add(None, None, "file has a header but no rows", EMPTY_FIX)
+        yield from csv_records(reader, header, problems, delimiter)
     except csv.Error as exc:
         problems.add(
             reader.line_num, None, f"cannot be read as CSV: {exc}", "check the quoting around this line"
         )
+
+
+def csv_records(
+    reader: Any, header: list[str], problems: ProblemLog, delimiter: str, empty_fix: str = EMPTY_FIX
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """The non-blank records after the header of a ``csv.reader``, each with the line it starts on, as
+    ``{column: cell}``. A record whose cell count is off, and a file without records, become problems; it
+    stops when ``problems`` says so. ``csv.Error`` is the caller's to catch (it knows the reader)."""
+    previous = reader.line_num
+    n_rows = 0
+    for cells in reader:
+        start, previous = previous + 1, reader.line_num
+        if problems.stopped:
+            return
+        if not any(c.strip() for c in cells):
+            continue
+        n_rows += 1
+        if len(cells) != len(header):
+            problems.add(
+                start,
+                None,
+                f"row has {len(cells)} cells but the header has {len(header)}",
+                f"quote cells that contain {delimiter!r}, quotes or line breaks",
+            )
+            continue
+        yield start, dict(zip(header, cells, strict=True))
+    if n_rows == 0:
+        problems.add(None, None, "file has a header but no rows", empty_fix)
 
 
 def make_row(line: int, fields: dict[str, Any], problems: ProblemLog, mapping: FieldMapping) -> Row | None:

@@ -20,7 +20,7 @@ from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ingest.fields import parse_ts
-from ragreplay.ingest.flat_rows import flat_kind
+from ragreplay.ingest.flat_rows import csv_records, flat_kind
 from ragreplay.ingest.problems import LineSource, ProblemLog, Record
 from ragreplay.shadow.privacy import Redactor, default_redactor
 from ragreplay.shadow.types import ShadowFeedback
@@ -261,26 +261,8 @@ class FeedbackFile:
             header = [h.strip() for h in header]
             if not self._header_ok(header, problems):
                 return
-            previous = reader.line_num
-            n_rows = 0
-            for cells in reader:
-                start, previous = previous + 1, reader.line_num
-                if problems.stopped:
-                    return
-                if not any(c.strip() for c in cells):
-                    continue
-                n_rows += 1
-                rec = Record(problems, start)
-                if len(cells) != len(header):
-                    rec.problem(
-                        None,
-                        f"row has {len(cells)} cells but the header has {len(header)}",
-                        f"quote cells that contain {delimiter!r}, quotes or line breaks",
-                    )
-                    continue
-                yield rec, _row_getter(dict(zip(header, cells, strict=True)))
-            if n_rows == 0:
-                problems.add(None, None, "file has a header but no rows", _EMPTY_FIX)
+            for start, cells in csv_records(reader, header, problems, delimiter, _EMPTY_FIX):
+                yield Record(problems, start), _row_getter(cells)
         except csv.Error as exc:
             problems.add(
                 reader.line_num, None, f"cannot be read as CSV: {exc}", "check the quoting around this line"
