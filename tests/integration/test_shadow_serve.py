@@ -205,11 +205,37 @@ async def test_mirror_skips_what_it_cannot_read_and_never_raises() -> None:
         "unparsed": 3,
         "champion_failed": 1,
         "other_paths": 0,
+        "not_sampled": 0,
         "feedback_recorded": 0,
         "feedback_unreadable": 0,
     }
     await shadow.aclose(timeout_s=2)
-    assert shadow.stats().sampled == 1 and shadow.challenger_errors == 1  # nothing listens on port 9
+    # the per-user sample needs the body: the one that is not JSON never reached the sampler; the other two
+    # unreadable ones were sampled, then withdrawn, so only the shadowed request counts as sampled
+    assert (shadow.stats().seen, shadow.stats().sampled) == (3, 1)
+    assert shadow.challenger_errors == 1  # nothing listens on port 9
+    await target.aclose()
+
+
+async def test_the_sampler_decides_before_any_body_is_read() -> None:
+    from datetime import UTC, datetime
+
+    from ragreplay.shadow import Shadow
+    from ragreplay.shadow.mirror import MirrorHttpTarget, ProxyMirror
+    from ragreplay.shadow.proxy import ChampionReply, MirroredRequest
+
+    target = MirrorHttpTarget("c", "http://127.0.0.1:9")
+    shadow = Shadow(target, {"c": target}, sampler=build_sampler(0.0, [], "UTC", "request"))
+    mirror = ProxyMirror(shadow, RequestFields())
+    for body in (b"\xff", b'{"question": "q"}'):
+        mirror(
+            MirroredRequest("POST", "/ask", "", (), body, datetime.now(UTC)),
+            ChampionReply(200, (), b"?", 1.0),
+        )
+    # left out by the sampler: counted as such, their (unreadable) bodies never parsed
+    assert (mirror.not_sampled, mirror.unparsed, mirror.recorded) == (2, 0, 0)
+    assert (shadow.stats().seen, shadow.stats().sampled) == (2, 0)
+    await shadow.aclose()
     await target.aclose()
 
 

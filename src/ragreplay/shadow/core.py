@@ -235,16 +235,38 @@ class Shadow:
         user_id: str | None = None,
         tags: Mapping[str, str] | None = None,
         request_id: str | None = None,
+        admitted: bool = False,
     ) -> None:
         """Shadow a request whose champion answer the caller already has; returns at once, never raises.
 
-        Must be called from inside a running event loop (the challengers run as tasks on it).
+        Must be called from inside a running event loop (the challengers run as tasks on it). ``admitted``:
+        :meth:`admit` already counted and sampled this request.
         """
         try:
             rid = _request_id(request_id)
         except ValueError:
             rid = uuid.uuid4().hex
-        self._record(query, champion_answer, user_id, tags, None, None, rid)
+        self._record(query, champion_answer, user_id, tags, None, None, rid, admitted)
+
+    def admit(self, user_id: str | None) -> bool:
+        """Count a request and ask the sampler whether it is shadowed, before any work is done for it.
+
+        For an admitted request pass ``admitted=True`` to :meth:`record`, or call :meth:`withdraw` when it
+        cannot be shadowed after all; a request not admitted needs nothing more. Never raises.
+        """
+        try:
+            self.seen += 1
+            if not self.challengers or not self.sampler.decide(user_id):
+                return False
+        except Exception:  # a broken sampling policy must not reach the user's path
+            logger.exception("shadow: the sampler failed; request not shadowed")
+            return False
+        self.sampled += 1
+        return True
+
+    def withdraw(self) -> None:
+        """An admitted request could not be shadowed after all (e.g. its bodies could not be read)."""
+        self.sampled -= 1
 
     def feedback(
         self,
@@ -304,12 +326,11 @@ class Shadow:
         case: Case | None,
         measured_ms: float | None,
         request_id: str,
+        admitted: bool = False,
     ) -> None:
+        if not admitted and not self.admit(user_id):
+            return
         try:
-            self.seen += 1
-            if not self.challengers or not self.sampler.decide(user_id):
-                return
-            self.sampled += 1
             if len(self._tasks) + len(self.challengers) > self.max_in_flight:
                 self.dropped += 1
                 return

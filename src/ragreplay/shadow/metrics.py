@@ -44,13 +44,13 @@ METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "counter",
         "Champion replies too long to copy for the shadow.",
     ),
-    ("mirror", "recorded", "mirrored_total", "counter", "Exchanges handed to the shadow."),
+    ("mirror", "recorded", "mirrored_total", "counter", "Sampled exchanges handed to the shadow."),
     (
         "mirror",
         "unparsed",
         "unparsed_total",
         "counter",
-        "Exchanges whose question or answer could not be read.",
+        "Sampled exchanges whose question or answer could not be read.",
     ),
     (
         "mirror",
@@ -60,6 +60,13 @@ METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "Champion replies with a status of 400 or more (not shadowed).",
     ),
     ("mirror", "other_paths", "other_paths_total", "counter", "Requests on paths that are not mirrored."),
+    (
+        "mirror",
+        "not_sampled",
+        "not_sampled_total",
+        "counter",
+        "Requests the sampler left out (bodies not read).",
+    ),
     (
         "mirror",
         "feedback_recorded",

@@ -154,9 +154,10 @@ def _excerpt(text: str) -> str:
 
 
 class ProxyMirror:
-    """The ``mirror`` callback for :func:`~ragreplay.shadow.proxy.create_proxy`: hands each exchange to
-    ``shadow.record``. Never raises; requests or replies it cannot read are counted in ``unparsed``, champion
-    replies with a status >= 400 in ``champion_failed``, and both are skipped. Paths matching none of
+    """The ``mirror`` callback for :func:`~ragreplay.shadow.proxy.create_proxy`: hands each sampled exchange to
+    ``shadow.record``. The sampler decides first (``not_sampled``), so only sampled bodies are read. Never
+    raises; sampled requests or replies it cannot read are counted in ``unparsed``, champion replies with a
+    status >= 400 in ``champion_failed``, and both are skipped. Paths matching none of
     ``mirror_paths`` (shell-style patterns such as ``/ask`` or ``/api/*/chat``; empty: every path) are only
     counted in ``other_paths``; requests to the ``feedback`` tap's path are read as feedback instead."""
 
@@ -175,6 +176,7 @@ class ProxyMirror:
         self.unparsed = 0
         self.champion_failed = 0
         self.other_paths = 0
+        self.not_sampled = 0
         self.feedback_recorded = 0
         self.feedback_unreadable = 0
 
@@ -190,21 +192,36 @@ class ProxyMirror:
             if reply.status >= 400:
                 self.champion_failed += 1
                 return
-            parsed = self._parse(request, reply)
-            if parsed is None:
-                self.unparsed += 1
+            # Sample first: most requests are not shadowed, and reading their bodies would be wasted work.
+            data: Any = None
+            user = request.header(self.fields.user_header) if self.fields.user_header else None
+            if user is None and self.fields.user_path is not None:
+                data = json.loads(request.body)  # the user decides a per-user sample
+                found = lookup(data, self.fields.user_path)
+                user = str(found) if isinstance(found, str | int) else None
+            if not self.shadow.admit(user):
+                self.not_sampled += 1
                 return
-            query, answer, user_id, tags, request_id = parsed
-            path = request.path + (f"?{request.query}" if request.query else "")
-            raw = RawRequest(request.method, path, request.body, request.header("content-type"))
-            token = _CURRENT.set(raw)
-            try:
-                self.shadow.record(query, answer, user_id=user_id, tags=tags, request_id=request_id)
-            finally:
-                _CURRENT.reset(token)
-            self.recorded += 1
         except Exception:  # the mirror must never raise into the proxy
             self.unparsed += 1
+            return
+        try:
+            parsed = self._parse(request, reply, data, user)
+        except Exception:
+            parsed = None
+        if parsed is None:
+            self.shadow.withdraw()
+            self.unparsed += 1
+            return
+        query, answer, tags, request_id = parsed
+        path = request.path + (f"?{request.query}" if request.query else "")
+        raw = RawRequest(request.method, path, request.body, request.header("content-type"))
+        token = _CURRENT.set(raw)
+        try:
+            self.shadow.record(query, answer, user, tags, request_id, admitted=True)
+        finally:
+            _CURRENT.reset(token)
+        self.recorded += 1
 
     def _tap_feedback(self, tap: FeedbackTap, request: MirroredRequest, reply: ChampionReply) -> None:
         """Record the label the app accepted (reply < 400); an unreadable one is counted, never raised."""
@@ -225,12 +242,14 @@ class ProxyMirror:
             self.feedback_unreadable += 1
 
     def _parse(
-        self, request: MirroredRequest, reply: ChampionReply
-    ) -> tuple[str, Answer, str | None, dict[str, str] | None, str | None] | None:
+        self, request: MirroredRequest, reply: ChampionReply, data: Any, user: str | None
+    ) -> tuple[str, Answer, dict[str, str] | None, str | None] | None:
+        """Question, answer, tags and request id of a sampled exchange; ``None`` when they cannot be read."""
         if reply.truncated:
             return None
         try:
-            data = json.loads(request.body)
+            if data is None:
+                data = json.loads(request.body)
             parsed = parse_reply(reply.body, reply.header("content-type"), self.fields)
         except (ValueError, TypeError):
             return None
@@ -240,17 +259,13 @@ class ProxyMirror:
         )
         if query is None:
             return None
-        user = request.header(self.fields.user_header) if self.fields.user_header else None
-        if user is None:
-            found = lookup(data, self.fields.user_path)
-            user = str(found) if isinstance(found, str | int) else None
         tags_found = lookup(data, self.fields.tags_path)
         tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
         request_id = request.header(self.fields.request_id_header) if self.fields.request_id_header else None
         answer = parsed.answer
         if answer.latency_ms is None:  # the proxy timed the champion: first byte sent to last byte read
             answer = answer.model_copy(update={"latency_ms": reply.latency_ms})
-        return query, answer, user, tags, request_id or parsed.request_id
+        return query, answer, tags, request_id or parsed.request_id
 
     def stats(self) -> dict[str, int]:
         """The mirror's counters."""
@@ -259,6 +274,7 @@ class ProxyMirror:
             "unparsed": self.unparsed,
             "champion_failed": self.champion_failed,
             "other_paths": self.other_paths,
+            "not_sampled": self.not_sampled,
             "feedback_recorded": self.feedback_recorded,
             "feedback_unreadable": self.feedback_unreadable,
         }
