@@ -248,3 +248,22 @@ async def test_feedback_without_a_store_is_not_kept_and_a_failing_store_counts_i
     assert shadow.feedback("r1", "bad") is True  # queued: the caller is never blocked by the store
     await shadow.aclose()
     assert sink.feedback == {} and shadow.stats().feedback_lost == 1
+
+
+async def test_admit_counts_once_and_a_broken_sampler_never_reaches_the_user() -> None:
+    class Broken:
+        def decide(self, user_id: str | None, now: datetime | None = None) -> bool:
+            raise RuntimeError("sampler down")
+
+    shadow, _ = make_shadow(FakeTarget("champ"), FakeTarget("b"))
+    assert shadow.admit("u1") is True
+    shadow.record("q", Answer(text="a"), user_id="u1", admitted=True)  # not counted or sampled again
+    assert shadow.admit("u2") is True
+    shadow.withdraw()  # could not be shadowed after all
+    await shadow.aclose()
+    stats = shadow.stats()
+    assert (stats.seen, stats.sampled, stats.rows_written) == (2, 1, 1)
+    broken, _ = make_shadow(FakeTarget("champ"), FakeTarget("b"), sampler=Broken())
+    answer = await broken.handle("q")
+    assert answer.text == "champ says hi" and broken.stats().sampled == 0
+    await broken.aclose()
