@@ -166,3 +166,9 @@ def test_a_proxy_built_from_a_file_shadows_and_reads_feedback(
     assert row.request_id == answer["id"] and row.candidate.text == "cand says hi"
     assert row.champion.chunk_ids == ["champ#1"]
     assert store.shadow_feedback_for([answer["id"]])[answer["id"]].feedback == Feedback.BAD
+
+
+def test_a_long_path_in_an_error_is_printed_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / ("a-rather-long-folder-name-" * 6) / "shadow-settings-for-the-acme-hr-assistant.yaml"
+    assert main(["shadow", "serve", "--config", str(deep)]) == 2
+    assert f"{deep}: file not found. Fix: check the path." in capsys.readouterr().err  # no line break inside

@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, standalone_mode=True)
     except RagreplayError as exc:
-        err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False)
+        # soft wrap: paths and commands in an error must stay whole to be copied
+        err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)
         return 2
     except SystemExit as exc:
         code = exc.code
