@@ -1,11 +1,14 @@
 """Response times of the shadow dashboard's pages on a big shadow log, in process (Starlette's TestClient).
 
-python benchmarks/dashboard_pages.py --db big.db [--rows 200000] [--days 30] [--reps 3]
+python benchmarks/dashboard_pages.py --db big.db [--rows 200000] [--days 30] [--reps 3] [--report]
 
 An empty store is first filled with ``--rows`` synthetic judged rows spread evenly at random over the last
 ``--days`` days (two challengers, two tags; on PostgreSQL the tables are then analysed, as autovacuum would);
 a store that holds rows already is used as it is. Each page is fetched ``--reps`` times (the 7-day overview
 once) with the overview cache off, and the best time is kept. Prints one JSON object: milliseconds per page.
+With ``--report`` it also runs ``ragreplay shadow report --since 7d --format json`` (output thrown away) and the
+figures-only summary of the same window (``shadow_figures``), each in a fresh interpreter: wall seconds, start-up
+included, and the process's peak RSS (VmHWM, Linux).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
+import sys
 import time
 import warnings
 from datetime import UTC, datetime, timedelta
@@ -43,6 +48,22 @@ PAGES = [
     "/rows?limit=500",
 ]
 BATCH = 2000
+CHILD = """
+import contextlib, json, os, sys
+db, what = sys.argv[1], sys.argv[2]
+if what == "report":
+    from ragreplay.cli.app import main
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        assert main(["shadow", "report", "--db", db, "--since", "7d", "--format", "json"]) == 0
+else:
+    from ragreplay.shadow.judging import parse_since, shadow_figures
+    from ragreplay.store import Store
+    with Store.open(db) as store:
+        shadow_figures(store, parse_since("7d"), "7d")
+# VmHWM, not ru_maxrss: Linux carries the parent's high-water mark into ru_maxrss across fork and exec
+status = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
+print(json.dumps({"peak_rss_mb": round(int(status) / 1024)}))
+"""
 
 
 def seed(store: Store, url: str, n: int, days: int, now: datetime) -> float:
@@ -116,6 +137,16 @@ def best_ms(client: TestClient, path: str, reps: int) -> float:
     return 1000 * best
 
 
+def child_run(db: str, what: str) -> dict[str, Any]:
+    """Wall seconds and peak RSS of ``what`` (``report`` or ``figures``) in a fresh interpreter."""
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", CHILD, db, what], capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if out.returncode != 0:
+        raise SystemExit(f"{what}: exit {out.returncode}: {out.stderr[-2000:]}")
+    return {"s": round(elapsed, 2), **json.loads(out.stdout.splitlines()[-1])}
+
+
 def main() -> None:
     """Seed when empty, time every page, print the JSON result."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -125,6 +156,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--report", action="store_true", help="also time `shadow report` and figures only")
     args = parser.parse_args()
     now = datetime.now(UTC)
     result: dict[str, Any] = {}
@@ -149,6 +181,9 @@ def main() -> None:
         result["ms"]["each later page of /rows.json"] = round(
             1000 * (time.perf_counter() - started) / max(1, pages), 1
         )
+    if args.report:
+        result["shadow report --since 7d --format json"] = child_run(args.db, "report")
+        result["figures only (shadow_figures)"] = child_run(args.db, "figures")
     print(json.dumps(result, indent=2))
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -52,6 +56,91 @@ def test_sign_test_matches_scipy_binomtest(k: int, n: int) -> None:
     expected = stats.binomtest(k, n, 0.5, alternative="two-sided").pvalue
     assert sign_test_p(k, n) == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert sign_test_p(0, 0) is None
+
+
+LARGE_N = [46_594, 100_000, 1_000_000]
+
+
+def _large_counts() -> list[tuple[int, int]]:
+    return [(k, n) for n in LARGE_N for k in (0, 1, 2, n // 3, n // 2, n // 2 + 1, n - 2, n - 1, n)]
+
+
+@pytest.mark.parametrize(("k", "n"), _large_counts())
+@pytest.mark.parametrize("confidence", [0.95, 0.99])
+def test_clopper_pearson_large_n_matches_the_beta_quantiles(k: int, n: int, confidence: float) -> None:
+    # scipy's own proportion_ci stops its root search at 2e-12 absolute; the beta quantiles are the definition
+    alpha = 1 - confidence
+    low, high = clopper_pearson(k, n, confidence)
+    expected_low = 0.0 if k == 0 else stats.beta.ppf(alpha / 2, k, n - k + 1)
+    expected_high = 1.0 if k == n else stats.beta.ppf(1 - alpha / 2, k + 1, n - k)
+    assert low == pytest.approx(expected_low, rel=1e-9, abs=1e-300)
+    assert high == pytest.approx(expected_high, rel=1e-9, abs=1e-300)
+    assert low < k / n < high or k in (0, n)
+
+
+@pytest.mark.parametrize(("k", "n"), _large_counts())
+def test_binomial_tails_and_sign_test_large_n_match_scipy(k: int, n: int) -> None:
+    for p in (1e-6, 0.01, 0.3, 0.5, 0.99, k / n, min(1.0, (k + 3 * (n**0.5)) / n)):
+        expected = stats.binom.cdf(k, n, p)
+        assert binom_cdf(k, n, p) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert sign_test_p(k, n) == pytest.approx(stats.binomtest(k, n, 0.5).pvalue, rel=1e-9, abs=1e-300)
+
+
+def test_exact_figures_take_the_same_time_whatever_the_counts() -> None:
+    # summing k binomial terms would take minutes at n = 10^9; the incomplete beta takes a few iterations
+    n = 10**9
+    started = time.perf_counter()
+    low, high = clopper_pearson(n // 2 + 12_345, n)
+    p_value = sign_test_p(n // 2 + 12_345, n)
+    assert time.perf_counter() - started < 2.0
+    assert low == pytest.approx(stats.beta.ppf(0.025, n // 2 + 12_345, n // 2 - 12_344), rel=1e-9)
+    assert high == pytest.approx(stats.beta.ppf(0.975, n // 2 + 12_346, n // 2 - 12_345), rel=1e-9)
+    assert p_value == pytest.approx(stats.binomtest(n // 2 + 12_345, n).pvalue, rel=1e-9)
+
+
+def _summed_binom_cdf(k: int, n: int, p: float) -> float:
+    """The implementation before the incomplete beta (k pmf terms summed): the figures must not move."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    logs = [
+        math.lgamma(n + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(n - i + 1)
+        + i * math.log(p)
+        + (n - i) * math.log1p(-p)
+        for i in range(k + 1)
+    ]
+    top = max(logs)
+    return min(1.0, math.exp(top) * sum(math.exp(v - top) for v in logs))
+
+
+def _bisected(fn: Callable[[float], float], target: float, increasing: bool) -> float:
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if (fn(mid) < target) == increasing:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2
+
+
+@pytest.mark.parametrize(("k", "n"), [*COUNTS, (4870, 10_000), (5210, 10_000), (11_650, 23_297)])
+def test_figures_agree_with_the_summed_implementation_they_replace(k: int, n: int) -> None:
+    # the old bisection stopped at 1e-12 and its lgamma sums lose ~1e-12 at n = 10^4: the last digits were
+    # noise, and nothing else may move
+    old_low = 0.0 if k == 0 else _bisected(lambda p: 1 - _summed_binom_cdf(k - 1, n, p), 0.025, True)
+    old_high = 1.0 if k == n else _bisected(lambda p: _summed_binom_cdf(k, n, p), 0.025, False)
+    low, high = clopper_pearson(k, n)
+    assert low == pytest.approx(old_low, abs=1e-11)
+    assert high == pytest.approx(old_high, abs=1e-11)
+    old_p = min(1.0, 2 * _summed_binom_cdf(min(k, n - k), n, 0.5))
+    assert sign_test_p(k, n) == pytest.approx(old_p, rel=1e-10, abs=1e-300)
+    assert f"{low:.1%} {high:.1%} {sign_test_p(k, n):.3g}" == f"{old_low:.1%} {old_high:.1%} {old_p:.3g}"
 
 
 def test_preference_excludes_ties_from_the_share_and_interval() -> None:

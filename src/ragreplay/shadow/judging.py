@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from ragreplay.compare.hygiene import expected_language, is_wrong_language
@@ -22,6 +23,7 @@ from ragreplay.compare.summary import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow, Preferred
 from ragreplay.core.types import Answer, Case, Feedback, Fit, RetrievedChunk
 from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.gc_pause import gc_paused
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge
 from ragreplay.shadow.types import ShadowAnswer, ShadowRow
@@ -197,60 +199,143 @@ async def judge_shadow(
 def compare_row(row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None = None) -> CompareRow:
     """The comparison row of a judged shadow row: figures from the row, decisions from the judgment, and the
     user's ``feedback`` on the champion's answer when there is some."""
-    expected = expected_language(row.query, row.tags)
-    return CompareRow(
-        case_id=row.id,
-        challenger=row.challenger,
-        question=row.query,
-        tags=dict(row.tags),
-        champion_answer=row.champion.text,
-        challenger_answer=row.candidate.text,
-        agreement=record.fit,
-        preference=None if record.winner is None else _PREFERRED[record.winner],
-        consistent=record.consistent,
-        champion_latency_ms=row.champion.latency_ms,
-        challenger_latency_ms=row.candidate.latency_ms,
-        champion_cost_usd=row.champion.cost_usd,
-        challenger_cost_usd=row.candidate.cost_usd,
-        champion_wrong_language=is_wrong_language(row.champion.text, expected),
-        challenger_wrong_language=is_wrong_language(row.candidate.text, expected),
-        error=record.error,
-        reason=str(record.payload.get("reason", "")),
-        feedback=feedback,
-    )
+    return _Collector().compare_row(row, record, feedback)
 
 
-def _names(values: Sequence[str]) -> str:
+def _names(values: Iterable[str]) -> str:
     return ", ".join(dict.fromkeys(values)) or "-"
 
 
+LANGUAGE_CACHE = 4096
+"""Answers whose language check is remembered while summarising (a request's champion answer is shared by the
+rows of its challengers)."""
+
+
+class _Collector:
+    """The inputs of :func:`build_summary` gathered one judged row at a time. ``texts=False`` keeps no answer,
+    question, reason or judge reply: only what the figures need."""
+
+    def __init__(self, texts: bool = True) -> None:
+        self.texts = texts
+        self.rows: list[CompareRow] = []
+        self.outcomes: dict[str, list[PairOutcome]] = {}
+        self.challengers: set[str] = set()
+        self.judges: dict[str, None] = {}
+        self.prompt_versions: dict[str, None] = {}
+        self.fit_judges: dict[str, None] = {}
+        self.orders: set[str] = set()
+        self.specs: dict[str, None] = {}
+        self.requests: set[str] = set()
+        self.row_requests: list[str] = []
+        """The request id of each of :attr:`rows`."""
+        self._expected = lru_cache(maxsize=LANGUAGE_CACHE)(_expected_language)
+        self._wrong = lru_cache(maxsize=LANGUAGE_CACHE)(is_wrong_language)
+
+    def compare_row(
+        self, row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None
+    ) -> CompareRow:
+        """The comparison row of one judged row (see :func:`compare_row`)."""
+        expected = self._expected(row.query, row.tags.get("language", ""))
+        texts = self.texts
+        return CompareRow(
+            case_id=row.id,
+            challenger=row.challenger,
+            question=row.query if texts else "",
+            tags=dict(row.tags),
+            champion_answer=row.champion.text if texts else "",
+            challenger_answer=row.candidate.text if texts else "",
+            agreement=record.fit,
+            preference=None if record.winner is None else _PREFERRED[record.winner],
+            consistent=record.consistent,
+            champion_latency_ms=row.champion.latency_ms,
+            challenger_latency_ms=row.candidate.latency_ms,
+            champion_cost_usd=row.champion.cost_usd,
+            challenger_cost_usd=row.candidate.cost_usd,
+            champion_wrong_language=self._wrong(row.champion.text, expected),
+            challenger_wrong_language=self._wrong(row.candidate.text, expected),
+            error=record.error,
+            reason=str(record.payload.get("reason", "")) if texts else "",
+            feedback=feedback,
+        )
+
+    def add(self, row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None) -> None:
+        """Take in one judged row."""
+        self.rows.append(self.compare_row(row, record, feedback))
+        payload = record.payload
+        if payload.get("outcome") is not None:
+            outcome = PairOutcome.model_validate(payload["outcome"])
+            if not self.texts:
+                outcome = _without_texts(outcome)
+            self.outcomes.setdefault(record.challenger, []).append(outcome)
+        self.challengers.add(record.challenger)
+        self.judges[record.judge] = None
+        self.prompt_versions[record.judge_prompt_version] = None
+        self.fit_judges[record.fit_judge] = None
+        self.orders.add(str(payload.get("order", "both")))
+        for spec in payload.get("judge_specs", []):
+            if spec:
+                self.specs[spec] = None
+        self.requests.add(row.request_id)
+        self.row_requests.append(row.request_id)
+
+    def summary(self, label: str) -> ComparisonSummary:
+        """The comparison grid of the rows taken in."""
+        return build_summary(
+            champion="champion",
+            challenger_names=sorted(self.challengers),
+            rows=self.rows,
+            outcomes=self.outcomes,
+            judge=_names(self.judges),
+            judge_prompt_version=_names(self.prompt_versions),
+            fit_judge=_names(self.fit_judges),
+            order="random" if "random" in self.orders else "both",
+            cases=label,
+            n_cases=len(self.requests),
+            judge_specs=list(self.specs) or None,
+        )
+
+
+def _expected_language(question: str, language_tag: str) -> str | None:
+    # expected_language reads only the ``language`` tag, so this is keyed on it alone (for the cache)
+    return expected_language(question, {"language": language_tag} if language_tag else {})
+
+
+def _without_texts(outcome: PairOutcome) -> PairOutcome:
+    return outcome.model_copy(
+        update={
+            "judgments": [(o, j.model_copy(update={"reason": "", "raw": ""})) for o, j in outcome.judgments]
+        }
+    )
+
+
 def shadow_summary(
-    judged: Sequence[tuple[ShadowRow, ShadowJudgmentRecord]],
+    judged: Iterable[tuple[ShadowRow, ShadowJudgmentRecord]],
     label: str,
     feedback: Mapping[str, Feedback] | None = None,
 ) -> ComparisonSummary:
     """The comparison grid per challenger from stored judgments and their rows (``label`` names the window);
     ``feedback`` maps request ids to the user's label on the champion's answer."""
     labels = feedback or {}
-    rows = [compare_row(row, record, labels.get(row.request_id)) for row, record in judged]
-    outcomes: dict[str, list[PairOutcome]] = {}
-    for _, record in judged:
-        if record.payload.get("outcome") is not None:
-            outcome = PairOutcome.model_validate(record.payload["outcome"])
-            outcomes.setdefault(record.challenger, []).append(outcome)
-    records = [r for _, r in judged]
-    orders = {str(r.payload.get("order", "both")) for r in records}
-    specs = [s for r in records for s in r.payload.get("judge_specs", []) if s]
-    return build_summary(
-        champion="champion",
-        challenger_names=sorted({r.challenger for r in records}),
-        rows=rows,
-        outcomes=outcomes,
-        judge=_names([r.judge for r in records]),
-        judge_prompt_version=_names([r.judge_prompt_version for r in records]),
-        fit_judge=_names([r.fit_judge for r in records]),
-        order="random" if "random" in orders else "both",
-        cases=label,
-        n_cases=len({row.request_id for row, _ in judged}),
-        judge_specs=list(dict.fromkeys(specs)) or None,
-    )
+    collector = _Collector()
+    with gc_paused():
+        for row, record in judged:
+            collector.add(row, record, labels.get(row.request_id))
+        return collector.summary(label)
+
+
+def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSummary:
+    """The figures of the judged rows with ``ts >= start`` with the users' feedback on those requests: the
+    numbers of :func:`shadow_summary` over ``store.load_shadow_judgments(start)``, but read as a stream and with
+    rows that hold no question, answer, reason or judge reply, so memory does not grow with the texts. For
+    pages that show figures only; the JSON report, which lists the rows whole, needs :func:`shadow_summary`."""
+    collector = _Collector(texts=False)
+    with gc_paused():
+        for row, record in store.iter_shadow_judgments(start):
+            collector.add(row, record, None)
+        stored = store.shadow_feedback_for(collector.requests)
+        if stored:
+            collector.rows = [
+                r.model_copy(update={"feedback": stored[req].feedback}) if req in stored else r
+                for r, req in zip(collector.rows, collector.row_requests, strict=True)
+            ]
+        return collector.summary(label)

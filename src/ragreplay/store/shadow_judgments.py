@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Row, func, select, update
+from sqlalchemy import Row, Select, func, select, update
 
 from ragreplay.core.types import Fit
-from ragreplay.shadow.types import ShadowRow
-from ragreplay.store.base import StoreBase, chunked
+from ragreplay.gc_pause import gc_paused
+from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_judgments, shadow_rows
-from ragreplay.store.shadow import _row as shadow_row_of
 
 
 class ShadowJudgmentRecord(BaseModel):
@@ -66,16 +66,17 @@ class ShadowJudgmentsMixin(StoreBase):
         self, since: datetime | None = None
     ) -> list[tuple[ShadowRow, ShadowJudgmentRecord]]:
         """Every judged row with ``ts >= since`` (all when ``None``) with its judgment, oldest first."""
-        labelled = [c.label(f"j_{c.name}") for c in shadow_judgments.c]
-        query = (
-            select(shadow_rows, *labelled)
-            .join(shadow_judgments, shadow_judgments.c.row_id == shadow_rows.c.id)
-            .order_by(shadow_rows.c.ts, shadow_rows.c.id)
-        )
-        if since is not None:
-            query = query.where(shadow_rows.c.ts >= since)
+        with self._read() as conn, gc_paused():
+            return [_pair(r) for r in conn.execute(_judged(since))]
+
+    def iter_shadow_judgments(
+        self, since: datetime | None = None
+    ) -> Iterator[tuple[ShadowRow, ShadowJudgmentRecord]]:
+        """What :meth:`load_shadow_judgments` returns, streamed from one read transaction: only a batch of rows
+        is held at a time (a server-side cursor on PostgreSQL)."""
         with self._read() as conn:
-            return [(shadow_row_of(r), _record(r)) for r in conn.execute(query)]
+            for r in conn.execution_options(yield_per=BATCH_SIZE).execute(_judged(since)):
+                yield _pair(r)
 
 
 def _values(record: ShadowJudgmentRecord) -> dict[str, Any]:
@@ -83,6 +84,82 @@ def _values(record: ShadowJudgmentRecord) -> dict[str, Any]:
     values["fit"] = None if record.fit is None else record.fit.value
     values["payload"] = dumps(record.payload)
     return values
+
+
+_ROW_COLUMNS = tuple(
+    shadow_rows.c[name]
+    for name in (
+        "id",
+        "ts",
+        "request_id",
+        "query",
+        "user_hash",
+        "tags",
+        "challenger",
+        "champion",
+        "candidate",
+    )
+)
+_JUDGMENT_COLUMNS = tuple(
+    shadow_judgments.c[name].label(f"j_{name}")
+    for name in (
+        "judged_at",
+        "fit",
+        "winner",
+        "consistent",
+        "judge",
+        "judge_prompt_version",
+        "fit_judge",
+        "fit_judge_prompt_version",
+        "error",
+        "payload",
+    )
+)
+_FITS = {fit.value: fit for fit in Fit}
+
+
+def _judged(since: datetime | None) -> Select[Any]:
+    """The judged rows with ``ts >= since`` joined to their judgments, oldest first."""
+    query = (
+        select(*_ROW_COLUMNS, *_JUDGMENT_COLUMNS)
+        .join(shadow_judgments, shadow_judgments.c.row_id == shadow_rows.c.id)
+        .order_by(shadow_rows.c.ts, shadow_rows.c.id)
+    )
+    if since is not None:
+        query = query.where(shadow_rows.c.ts >= since)
+    return query
+
+
+def _pair(r: Sequence[Any]) -> tuple[ShadowRow, ShadowJudgmentRecord]:
+    """One row of :meth:`ShadowJudgmentsMixin.load_shadow_judgments`: the shadow row and its judgment."""
+    (row_id, ts, request_id, query, user_hash, tags, challenger, champion, candidate) = r[:9]
+    (judged_at, fit, winner, consistent, judge, judge_v, fit_judge, fit_judge_v, error, payload) = r[9:]
+    row = ShadowRow(
+        id=row_id,
+        ts=ts,
+        request_id=request_id,
+        query=query,
+        user_hash=user_hash,
+        tags=json.loads(tags),
+        challenger=challenger,
+        champion=ShadowAnswer.model_validate_json(champion),
+        candidate=ShadowAnswer.model_validate_json(candidate),
+    )
+    record = ShadowJudgmentRecord(
+        row_id=row_id,
+        challenger=challenger,
+        judged_at=judged_at,
+        fit=None if fit is None else _FITS[fit],
+        winner=winner,
+        consistent=consistent,
+        judge=judge,
+        judge_prompt_version=judge_v,
+        fit_judge=fit_judge,
+        fit_judge_prompt_version=fit_judge_v,
+        error=error,
+        payload=json.loads(payload),
+    )
+    return row, record
 
 
 def _record(r: Row[Any]) -> ShadowJudgmentRecord:
