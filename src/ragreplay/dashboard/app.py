@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -74,9 +74,9 @@ class RecentOverviews:
         self.ttl_s = ttl_s
         self.size = size
         self._lock = threading.Lock()
-        self._kept: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._kept: OrderedDict[Hashable, tuple[float, dict[str, Any]]] = OrderedDict()
 
-    def get(self, key: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def get(self, key: Hashable, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The kept overview for ``key`` while fresh, else ``build()`` (kept for next time)."""
         if self.ttl_s <= 0:
             return build()
@@ -146,9 +146,14 @@ def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
     def params(request: Request) -> Mapping[str, str]:
         return dict(request.query_params)
 
-    def index(request: Request) -> Any:
-        since, _ = since_start(request.query_params.get("since"), datetime.now(UTC))  # 400 before the cache
-        return overviews.get(since, lambda: index_data(store, since))
+    def overview(full: bool) -> Callable[[Request], Any]:
+        def index(request: Request) -> Any:
+            since, _ = since_start(
+                request.query_params.get("since"), datetime.now(UTC)
+            )  # 400 before the cache
+            return overviews.get((since, full), lambda: index_data(store, since, full=full))
+
+        return index
 
     def rows(request: Request) -> Any:
         return rows_data(store, params(request))
@@ -175,8 +180,8 @@ def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
             store.close()
 
     routes = [
-        Route("/", guarded(index, "index.html.j2", False)),
-        Route("/index.json", guarded(index, "", True)),
+        Route("/", guarded(overview(full=False), "index.html.j2", False)),
+        Route("/index.json", guarded(overview(full=True), "", True)),
         Route("/rows", guarded(rows, "rows.html.j2", False)),
         Route("/rows.json", guarded(rows, "", True)),
         Route("/rows/{row_id:path}.json", guarded(one_row, "", True)),
