@@ -14,10 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
-import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,6 +25,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from ragreplay.serving import serve_in_thread
 
 
 @dataclass
@@ -166,18 +167,14 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
     return Starlette(routes=routes)
 
 
-def _config(app: Starlette, host: str, port: int) -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        backlog=4096,
-        timeout_keep_alive=30,
-        timeout_graceful_shutdown=1,
-    )
+SERVER_OPTIONS: dict[str, Any] = {
+    "log_level": "warning",
+    "access_log": False,
+    "lifespan": "off",
+    "backlog": 4096,
+    "timeout_keep_alive": 30,
+    "timeout_graceful_shutdown": 1,
+}
 
 
 def run_in_thread(
@@ -188,26 +185,9 @@ def run_in_thread(
     ``options`` are :class:`MockOptions` fields (latency_ms, fail_first, fail_status, retry_after, api_key).
     """
     app = create_app(MockOptions(**options), MockStats())
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(_config(app, host, bound_port))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            sock.close()
-            raise RuntimeError("mock OpenAI server did not start")
-        time.sleep(0.01)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(timeout=5)
-        sock.close()
-
-    return f"http://{host}:{bound_port}/v1", stop
+    stack = ExitStack()
+    base = stack.enter_context(serve_in_thread(app, host=host, join_timeout=5, port=port, **SERVER_OPTIONS))
+    return f"{base}/v1", stack.close
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -229,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         f"mock OpenAI server on http://{args.host}:{args.port}/v1 (latency {args.latency_ms:g} ms)",
         flush=True,
     )
-    uvicorn.Server(_config(app, args.host, args.port)).run()
+    uvicorn.run(app, host=args.host, port=args.port, **SERVER_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -14,17 +14,17 @@ import uvicorn
 
 @contextmanager
 def serve_in_thread(
-    app: object, host: str = "127.0.0.1", join_timeout: float = 15.0, **config: Any
+    app: object, host: str = "127.0.0.1", join_timeout: float = 15.0, port: int = 0, **config: Any
 ) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a daemon thread on a free port of ``host``; yields the base URL and stops
-    the server (lifespan shutdown included) on exit.
+    """Serve ``app`` with uvicorn in a daemon thread on ``port`` of ``host`` (0: a free one); yields the base URL
+    and stops the server (lifespan shutdown included) on exit.
 
     By default the server adds no ``server``/``date`` headers of its own, so a proxy passes the upstream's on
     unchanged; ``config`` overrides any ``uvicorn.Config`` option.
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
+    sock.bind((host, port))
     port = sock.getsockname()[1]
     options: dict[str, Any] = {
         "log_level": "warning",
