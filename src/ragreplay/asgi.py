@@ -26,6 +26,14 @@ async def read_body(receive: Receive) -> bytes:
     return b"".join(parts)
 
 
+async def read_json_object(receive: Receive) -> dict[str, Any]:
+    """The request body as a JSON object; ``ValueError`` saying why when it is not one."""
+    data = json.loads(await read_body(receive))
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    return data
+
+
 async def send_body(send: Send, status: int, body: bytes, content_type: bytes) -> None:
     """A complete response with a content type and length."""
     headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from ragreplay.asgi import Receive, Scope, Send, read_body, run_lifespan, send_body, send_json
+from ragreplay.asgi import Receive, Scope, Send, read_json_object, run_lifespan, send_body, send_json
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
@@ -339,11 +339,8 @@ class ShadowServeApp:
         if scope["method"] != "POST":
             await send_json(send, 405, {"error": f"{FEEDBACK_PATH} takes POST"})
             return
-        body = await read_body(receive)
         try:
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise ValueError("expected a JSON object")
+            data = await read_json_object(receive)
             request_id, label, comment = data.get("request_id"), data.get("feedback"), data.get("comment")
             if not isinstance(request_id, str | int) or isinstance(request_id, bool) or request_id == "":
                 raise ValueError("field 'request_id' is missing or not a string")

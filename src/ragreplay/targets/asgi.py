@@ -9,13 +9,12 @@ The shadow demo serves the shipped champion and challenger this way; it also put
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ragreplay.asgi import Receive, Scope, Send, read_body, run_lifespan, send_json
+from ragreplay.asgi import Receive, Scope, Send, read_json_object, run_lifespan, send_json
 from ragreplay.ports import Target
 from ragreplay.shadow.core import live_case
 
@@ -44,11 +43,8 @@ class TargetApp:
         if scope["method"] != "POST":
             await send_json(send, 405, {"error": "POST a JSON body"})
             return
-        body = await read_body(receive)
         try:
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise ValueError("expected a JSON object")
+            data = await read_json_object(receive)
         except ValueError as exc:
             await send_json(send, 400, {"error": f"bad JSON: {exc}"})
             return
