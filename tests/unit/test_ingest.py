@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from files import jsonl, write
 from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Feedback, Role, Skip, TokenUsage
 from ragreplay.errors import ConfigError, InputError
@@ -43,19 +44,6 @@ def problems_of(path: Path, fmt: str | None = None, mapping: FieldMapping | None
 
 def where(err: InputError) -> list[tuple[int | None, str | None]]:
     return [(p.line, p.field) for p in err.problems]
-
-
-def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
-def jsonl(*objects: Any) -> str:
-    return "".join(json.dumps(o) + "\n" for o in objects)
 
 
 def turn(role: str, content: str, feedback: Any = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from files import jsonl, write
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError, InputError
 from ragreplay.shadow.feedback_import import (
@@ -26,19 +27,6 @@ from ragreplay.store import Store
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 GOOD, BAD = Feedback.GOOD, Feedback.BAD
-
-
-def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
-def jsonl(*objects: Any) -> str:
-    return "".join(json.dumps(o) + "\n" for o in objects)
 
 
 def read(path: Path, **options: Any) -> tuple[ImportCounts, list[ShadowFeedback]]:
