@@ -6,27 +6,26 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_shadow_overhead_benchmark_runs_and_rows_add_up() -> None:
+def run_benchmark(script: str, *args: str) -> Any:
+    """Run ``benchmarks/<script>`` small; it must exit 0; its JSON output."""
     out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "shadow_overhead.py"),
-            "--requests",
-            "300",
-            "--timeout",
-            "0.2",
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
+    return json.loads(out.stdout)
+
+
+def test_shadow_overhead_benchmark_runs_and_rows_add_up() -> None:
+    result = run_benchmark("shadow_overhead.py", "--requests", "300", "--timeout", "0.2")
     assert result["champion_errors"] == 0 and result["rows_add_up"] is True
     stats = result["stats"]
     assert stats["sampled"] == 300 and stats["rows_written"] == 600 == result["rows_in_store"]
@@ -34,19 +33,9 @@ def test_shadow_overhead_benchmark_runs_and_rows_add_up() -> None:
 
 
 def test_shadow_proxy_load_benchmark_runs_and_rows_add_up() -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "shadow_proxy_load.py"),
-            *("--requests", "150", "--concurrency", "4", "--rounds", "3", "--timeout", "0.2"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = run_benchmark(
+        "shadow_proxy_load.py", "--requests", "150", "--concurrency", "4", "--rounds", "3", "--timeout", "0.2"
     )
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
     assert result["champion_errors"] == 0 and result["rows_add_up"] is True
     # 150 warm-up + 150 measured requests through the proxy, every one shadowed to the one challenger
     stats = result["stats"]
