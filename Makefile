@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint types unit install
+.PHONY: demo test check lint types contract unit fast install
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,13 +17,25 @@ demo: $(BIN)/.installed
 	$(BIN)/ragreplay demo
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 types: $(BIN)/.installed
 	$(BIN)/mypy
 
+# The layer contract of docs/architecture.md (pyproject.toml [tool.importlinter]).
+contract: $(BIN)/.installed
+	$(BIN)/lint-imports
+
+# The whole suite: unit, integration (SQLite + PostgreSQL), e2e (CLI, headless chromium), benchmark scripts.
 unit: $(BIN)/.installed
 	$(BIN)/pytest
 
-test: lint types unit
+# The fast unit tests only (no database server, no browser, no subprocess).
+fast: $(BIN)/.installed
+	$(BIN)/pytest -q tests/unit
+
+# Before a commit: lint, types, the layer contract and the fast unit tests (under 2 minutes on 2 cores).
+check: lint types contract fast
+
+test: lint types contract unit

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.stats import rate
 from ragreplay.core.types import Case, Feedback, Fit
 from ragreplay.errors import RagreplayError
 from ragreplay.judges.position import judge_pair, position_stats
 from ragreplay.ports import ChatModel, PairwiseJudge
-from ragreplay.providers.base import ChatRequest, ChatResponse
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.settings import load_settings
 from ragreplay.store import Store
@@ -162,7 +162,7 @@ async def calibrate_pairwise(
     rows: Sequence[dict[str, Any]], spec: str, factory: ModelFactory, conc: int
 ) -> Result:
     """Judge every PandaLM pair in both orders and compare with the human label."""
-    from ragreplay.judges.pairwise_types import PairwiseSide
+    from ragreplay.core.pairwise import PairwiseSide
 
     judge, counter = build_pairwise_judge(spec, factory)
 
@@ -193,11 +193,11 @@ async def calibrate_fit(
 ) -> Result:
     """Judge every NQ301 candidate against its joined references and compare with the human label."""
     from ragreplay.core.types import Answer
-    from ragreplay.service import build_judge
+    from ragreplay.judges.build import build_fit_judge
 
     counter: CountingModel | None = None
     if spec in LOCAL_SPECS:
-        judge = build_judge("local", factory)
+        judge = build_fit_judge("local", factory)
     else:
         from ragreplay.judges.fit import FitJudge
 

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ragreplay.serving import serve_in_thread
+from ragreplay.asgi.serving import serve_in_thread
 
 
 @dataclass

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
+from ragreplay.core.pairwise import PairwiseSide, Winner, swap_winner
 from ragreplay.judges.local_pairwise import (
     DEFAULT_MODEL_PATH,
     DEFAULT_SETTINGS,
@@ -38,7 +39,6 @@ from ragreplay.judges.local_pairwise import (
     PairwiseModel,
 )
 from ragreplay.judges.local_pairwise_signals import PairSignals, SideSignals, pair_signals
-from ragreplay.judges.pairwise_types import PairwiseSide, Winner, swap_winner
 from ragreplay.local.embeddings import get_embedder
 
 DATA = (

@@ -89,8 +89,9 @@ def serve_role(args: argparse.Namespace) -> None:
     elif args.role == "challenger":
         app = challenger_app()
     else:
-        from ragreplay.cli.shadow_cmd import build_app, build_sampler
+        from ragreplay.cli.shadow_cmd import build_sampler
         from ragreplay.shadow.mirror import RequestFields
+        from ragreplay.shadow.serve_app import build_app
         from ragreplay.store import Store
 
         fields = RequestFields(contexts_path="contexts")

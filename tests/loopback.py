@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ragreplay.serving import serve_in_thread
+from ragreplay.asgi.serving import serve_in_thread
 
 
 def serve(app: object, join_timeout: float = 15.0, **config: Any) -> Iterator[str]:
     """Yield the base URL of ``app`` served on 127.0.0.1; the server stops when the generator is closed
-    (see :func:`ragreplay.serving.serve_in_thread`)."""
+    (see :func:`ragreplay.asgi.serving.serve_in_thread`)."""
     with serve_in_thread(app, join_timeout=join_timeout, **config) as url:
         yield url

@@ -6,8 +6,8 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Answer, Case, RetrievedChunk
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 
 
 class FakeSink:

@@ -13,12 +13,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragreplay import service
 from ragreplay.core.summary import RunSummary
-from ragreplay.engine import ProgressCallback
 from ragreplay.ingest import IngestSummary, ingest_file
+from ragreplay.replay import service
+from ragreplay.replay.engine import ProgressCallback
+from ragreplay.replay.service import select_cases, summarize_run
 from ragreplay.report import render
-from ragreplay.service import select_cases, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target

@@ -40,3 +40,9 @@ class InputError(RagreplayError):
 
 class ConfigError(RagreplayError):
     """A configuration file or flag is invalid."""
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``ExceptionClass: message``, as stored in ``Answer.error``."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.providers.cache import CacheMode
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.pricing import Price
-from ragreplay.yamlio import load_model, read_yaml
 
 DEFAULT_CONFIG_FILE = "ragreplay.yaml"
 DEFAULT_DB = "ragreplay.db"

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from ragreplay.cli.shadow_judge_cmd import stored_shadow_summary
-from ragreplay.dashboard import create_app
-from ragreplay.serving import serve_in_thread
-from ragreplay.shadow.judging import parse_since
+from ragreplay.asgi.serving import serve_in_thread
+from ragreplay.shadow.judging import parse_since, stored_shadow_summary
 from ragreplay.store import Store
+from ragreplay.web import create_app
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
 from test_dashboard import SCRIPT, seed_rows  # the in-process tests' data

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ragreplay.cli.app import main
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ragreplay.cli.app import main
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 
 NOW = datetime.now(UTC)

@@ -12,8 +12,8 @@ from ragreplay.cli import triage_cmd
 from ragreplay.cli.app import main
 from ragreplay.cli.demo_cmd import demo_data_dir
 from ragreplay.compare.triage import TriageReport, label_of
+from ragreplay.core.pairwise import PairwiseJudgment
 from ragreplay.core.types import Verdict
-from ragreplay.judges.pairwise_types import PairwiseJudgment
 from ragreplay.judges.position import PairOutcome
 from ragreplay.report.compare_triage import render_triage
 from ragreplay.store import Store

@@ -22,18 +22,17 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
+from ragreplay.asgi.serving import serve_in_thread
 from ragreplay.cli.app import main
-from ragreplay.cli.shadow_judge_cmd import stored_shadow_summary
 from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.compare_stats import CompareRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, Fit
-from ragreplay.dashboard import create_app
-from ragreplay.dashboard.queries import ANSWER_PREVIEW
 from ragreplay.report.compare_labels import grid_rows, tag_rows
-from ragreplay.serving import serve_in_thread
-from ragreplay.shadow.judging import parse_since
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.shadow.judging import parse_since, stored_shadow_summary
 from ragreplay.store import Store
+from ragreplay.web import create_app
+from ragreplay.web.queries import ANSWER_PREVIEW
 
 with warnings.catch_warnings():  # this starlette deprecates httpx for its test client; httpx serves it fine
     warnings.simplefilter("ignore")

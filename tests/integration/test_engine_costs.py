@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from ragreplay.core.ids import case_id
 from ragreplay.core.runs import RunRecord, RunStatus, SourceRecord
 from ragreplay.core.types import Case, Conversation, Feedback, Message, Rewrite, Role
-from ragreplay.engine import Replayer
+from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.fit import FitJudge
 from ragreplay.providers.fake import FakeChatModel
+from ragreplay.replay.engine import Replayer
 from ragreplay.store import Store
 from ragreplay.targets.fake import FakeTarget
-from ragreplay.writer import StoreWriter
 
 
 class PricedRewriter:

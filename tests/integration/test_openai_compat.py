@@ -18,7 +18,7 @@ import aiohttp
 import httpx
 import pytest
 
-from ragreplay.providers.base import ChatMessage, ChatRequest, ProviderError
+from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.limits import LimitedModel
 from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel

@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from ragreplay.core.shadow import ShadowAnswer, ShadowRow
 from ragreplay.core.types import Fit
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord

@@ -13,9 +13,10 @@ import yaml
 
 from loopback import serve
 from ragreplay.cli.app import main
-from ragreplay.cli.shadow_cmd import app_from_config, resolve_config
+from ragreplay.cli.shadow_cmd import resolve_config
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError
+from ragreplay.shadow.serve_app import app_from_config
 from ragreplay.store import Store
 from ragreplay.targets.asgi import TargetApp
 from shadow_fakes import FakeTarget

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)

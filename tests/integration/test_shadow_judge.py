@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from ragreplay.cli.app import main
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.errors import ConfigError
 from ragreplay.shadow.judging import parse_since
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 
 NOW = datetime.now(UTC)

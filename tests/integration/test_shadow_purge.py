@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, Fit
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 from ragreplay.store.shadow_purge import PurgeCounts, ShadowPurgeMixin

@@ -19,9 +19,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from loopback import serve
-from ragreplay.cli.shadow_cmd import build_app, build_sampler, parse_challengers
+from ragreplay.cli.shadow_cmd import build_sampler, parse_challengers
 from ragreplay.errors import ConfigError
 from ragreplay.shadow.mirror import RequestFields, ShadowServeApp
+from ragreplay.shadow.serve_app import build_app
 from ragreplay.store import Store
 
 N = 30

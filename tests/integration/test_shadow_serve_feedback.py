@@ -19,9 +19,10 @@ from starlette.routing import Route
 
 from loopback import serve
 from ragreplay.cli.app import main
-from ragreplay.cli.shadow_cmd import build_app, build_sampler
+from ragreplay.cli.shadow_cmd import build_sampler
 from ragreplay.core.types import Feedback
 from ragreplay.shadow.mirror import FeedbackTap, RequestFields
+from ragreplay.shadow.serve_app import build_app
 from ragreplay.store import Store
 
 

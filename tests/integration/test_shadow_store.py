@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from ragreplay.core.shadow import ShadowAnswer, ShadowRow
 from ragreplay.core.types import TokenUsage
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
 from ragreplay.store import Store
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)

@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 
 from ragreplay.cli.app import main
-from ragreplay.cli.shadow_judge_cmd import stored_shadow_summary
 from ragreplay.compare.hygiene import expected_language, is_wrong_language
 from ragreplay.compare.summary import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, TokenUsage
 from ragreplay.judges.position import PairOutcome
-from ragreplay.shadow.judging import shadow_figures
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.shadow.judging import shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 

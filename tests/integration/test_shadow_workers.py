@@ -1,4 +1,4 @@
-"""`shadow serve --workers N` (ragreplay.cli.shadow_workers): N uvicorn worker processes, each with its own
+"""`shadow serve --workers N` (ragreplay.shadow.workers): N uvicorn worker processes, each with its own
 shadow and log, on one store; the users get the champion's answers and every worker's rows land."""
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from loopback import serve
-from ragreplay.cli.shadow_workers import CONFIG_ENV, check_workers, create_app, export_config
 from ragreplay.errors import ConfigError
 from ragreplay.shadow.config import ShadowServeConfig
 from ragreplay.shadow.mirror import ShadowServeApp
 from ragreplay.shadow.proxy import ShadowProxy
+from ragreplay.shadow.workers import CONFIG_ENV, check_workers, create_app, export_config
 from ragreplay.store import Store
 
 N = 40
@@ -86,7 +86,7 @@ def test_two_workers_answer_and_both_flush_their_rows(urls: dict[str, str], stor
         port=port,
     )
     code = (
-        "import sys; from ragreplay.cli.shadow_workers import run_workers; "
+        "import sys; from ragreplay.shadow.workers import run_workers; "
         "from ragreplay.shadow.config import ShadowServeConfig; "
         "run_workers(ShadowServeConfig.model_validate_json(sys.argv[1]), 2)"
     )

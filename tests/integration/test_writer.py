@@ -9,8 +9,8 @@ import pytest
 
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Rewrite
+from ragreplay.jobs.writer import StoreWriter
 from ragreplay.store import Store
-from ragreplay.writer import StoreWriter
 
 
 def _run(store: Store, run_id: str = "run_w") -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.types import Answer, Case, Feedback, Fit, Verdict
 from ragreplay.core.verdicts import verdict_for
 from ragreplay.judges.fit import FIT_PROMPT_VERSION, FitJudge, parse_fit_reply
-from ragreplay.providers.base import ChatRequest, ChatResponse
 
 
 @pytest.mark.parametrize(

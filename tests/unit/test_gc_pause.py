@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragreplay.gc_pause import gc_paused
+from ragreplay.core.gc_pause import gc_paused
 
 
 @pytest.fixture(autouse=True)

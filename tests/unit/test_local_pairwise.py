@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from ragreplay.core.pairwise import AxisScores, PairwiseJudgment, PairwiseSide, swap_winner
 from ragreplay.core.types import RetrievedChunk
 from ragreplay.errors import ConfigError
 from ragreplay.judges.local_pairwise import (
@@ -31,7 +32,6 @@ from ragreplay.judges.local_pairwise_signals import (
     term_coverage,
     word_variety,
 )
-from ragreplay.judges.pairwise_types import AxisScores, PairwiseJudgment, PairwiseSide, swap_winner
 from ragreplay.judges.signals import answer_tokens
 
 ROOT = Path(__file__).resolve().parents[2]

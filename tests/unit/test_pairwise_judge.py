@@ -8,6 +8,8 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
+from ragreplay.core.chat import ChatRequest, ChatResponse
+from ragreplay.core.pairwise import AxisScores, PairwiseSide
 from ragreplay.core.types import RetrievedChunk, TokenUsage
 from ragreplay.errors import ConfigError
 from ragreplay.judges.pairwise import (
@@ -17,9 +19,7 @@ from ragreplay.judges.pairwise import (
     format_chunks,
     parse_pairwise_reply,
 )
-from ragreplay.judges.pairwise_types import AxisScores, PairwiseSide
 from ragreplay.judges.position import judge_pair
-from ragreplay.providers.base import ChatRequest, ChatResponse
 from ragreplay.providers.fake import FakeChatModel
 from ragreplay.providers.registry import ModelFactory
 

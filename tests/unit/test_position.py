@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pytest
 from scipy.stats import binomtest
 
+from ragreplay.core.chat import ProviderError
+from ragreplay.core.pairwise import PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError
-from ragreplay.judges.pairwise_types import PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.judges.position import (
     PairOutcome,
     binomial_two_sided,
@@ -18,7 +19,6 @@ from ragreplay.judges.position import (
     position_stats,
     side_winner,
 )
-from ragreplay.providers.base import ProviderError
 
 Rule = Callable[[str, PairwiseSide, PairwiseSide], Winner | None]
 
@@ -233,9 +233,9 @@ def test_outcome_is_frozen() -> None:
 
 
 async def test_judge_never_sees_which_side_is_champion_or_challenger() -> None:
+    from ragreplay.core.chat import ChatRequest, ChatResponse
     from ragreplay.core.types import Case, Feedback
     from ragreplay.judges.pairwise import LLMPairwiseJudge
-    from ragreplay.providers.base import ChatRequest, ChatResponse
     from ragreplay.providers.fake import FakeChatModel
     from ragreplay.targets.fake import FakeTarget
 

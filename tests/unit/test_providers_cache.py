@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.types import TokenUsage
-from ragreplay.providers.base import ChatMessage, ChatRequest, ChatResponse, ProviderError
 from ragreplay.providers.cache import CachedModel, cache_key
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
 from ragreplay.core.ids import canonical_json
-from ragreplay.providers.base import ChatMessage, ChatRequest, ProviderError
 from ragreplay.providers.fake import FakeChatModel, FakeCounters, find_subject, jaccard, rewrite_query
 
 

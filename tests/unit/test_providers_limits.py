@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ragreplay.providers.base import ChatMessage, ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ProviderError
 from ragreplay.providers.limits import LimitedModel, RateLimiter, RetryPolicy
 
 REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hi"),))

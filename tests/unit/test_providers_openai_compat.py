@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from ragreplay.providers.base import ChatMessage, ChatRequest, ProviderError
+from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
 from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel, parse_retry_after
 from ragreplay.providers.pricing import Price
 

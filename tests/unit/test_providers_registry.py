@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.errors import ConfigError
-from ragreplay.providers.base import ChatMessage, ChatRequest
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.types import Case, Feedback, Message, Role
-from ragreplay.providers.base import ChatRequest, ChatResponse
-from ragreplay.rewrite import REWRITE_PROMPT_VERSION, LocalRewriter, Rewriter, is_follow_up
+from ragreplay.replay.rewrite import REWRITE_PROMPT_VERSION, LocalRewriter, Rewriter, is_follow_up
 
 
 class _Scripted:

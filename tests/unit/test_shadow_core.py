@@ -8,10 +8,10 @@ from datetime import datetime
 
 import pytest
 
+from ragreplay.core.shadow import ShadowRow
 from ragreplay.core.types import Answer
 from ragreplay.errors import ConfigError
 from ragreplay.shadow import Shadow, ShadowLog, hash_user_id
-from ragreplay.shadow.types import ShadowRow
 from shadow_fakes import FakeSink, FakeTarget
 
 

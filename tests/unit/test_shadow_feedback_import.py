@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from files import jsonl, write
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError, InputError
 from ragreplay.shadow.feedback_import import (
@@ -22,7 +23,6 @@ from ragreplay.shadow.feedback_import import (
     parse_synonyms,
     write_feedback,
 )
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.store import Store
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)

@@ -14,11 +14,13 @@ from rich.table import Table
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.compare.cases import questions_for, resolve_cases
-from ragreplay.compare.service import default_fit_judge, load_targets, parse_challengers, run_comparison
+from ragreplay.compare.service import load_targets, parse_challengers, run_comparison
 from ragreplay.compare.stored import show_comparison
 from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.build import default_fit_judge
 from ragreplay.judges.position import OrderMode
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.compare_json import FORMATS, render_comparison
@@ -26,7 +28,6 @@ from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.comparisons import ComparisonRecord
-from ragreplay.writer import StoreWriter
 
 ORDERS = ("both", "random")
 

@@ -18,9 +18,9 @@ from ragreplay.core.summary import RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.demo.configs import demo_config
 from ragreplay.ingest import ingest_file
+from ragreplay.replay.service import select_cases, summarize_run
 from ragreplay.report import render
 from ragreplay.report.labels import RATE_LABELS, rate_of, rate_text, truncate
-from ragreplay.service import select_cases, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target

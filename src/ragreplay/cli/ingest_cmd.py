@@ -12,7 +12,7 @@ from rich.table import Table
 from ragreplay.cli.common import console, open_store, settings_from
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
 from ragreplay.ingest.mapping import FieldMapping
-from ragreplay.yamlio import load_model, read_yaml
+from ragreplay.ingest.yaml_files import load_model, read_yaml
 
 
 def _summary_table(summary: IngestSummary, title: str) -> Table:

@@ -11,9 +11,9 @@ from rich.table import Table
 from ragreplay.cli.common import console, open_store, settings_from
 from ragreplay.core.runs import ResultStatus
 from ragreplay.errors import ConfigError
+from ragreplay.replay.service import summarize_run
 from ragreplay.report import FORMATS, render
 from ragreplay.report.terminal import build_renderable
-from ragreplay.service import summarize_run
 
 
 def report(

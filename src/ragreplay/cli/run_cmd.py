@@ -16,13 +16,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ragreplay import engine
 from ragreplay.cli.common import console, err_console, open_store, parse_tags, settings_from
 from ragreplay.core.runs import RunRecord
 from ragreplay.core.types import Case
 from ragreplay.ports import Target
+from ragreplay.replay import engine
+from ragreplay.replay.service import replay, select_cases, summarize_run
 from ragreplay.report.terminal import build_renderable
-from ragreplay.service import replay, select_cases, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target

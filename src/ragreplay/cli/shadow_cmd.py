@@ -14,24 +14,16 @@ from typing import Annotated, Any
 
 import typer
 
-from ragreplay.cli.shadow_workers import check_workers, run_workers
 from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig, base_url_problem, path_problem
-from ragreplay.shadow.core import Shadow
-from ragreplay.shadow.log import ShadowLog
-from ragreplay.shadow.mirror import (
-    FeedbackTap,
-    MirrorHttpTarget,
-    ProxyMirror,
-    RequestFields,
-    ShadowServeApp,
-)
-from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
+from ragreplay.shadow.privacy import load_redactor
 from ragreplay.shadow.proxy import create_proxy
 from ragreplay.shadow.sampler import Per, Sampler, parse_window
+from ragreplay.shadow.serve_app import app_from_config
+from ragreplay.shadow.workers import check_workers, run_workers
 from ragreplay.store import Store
-from ragreplay.yamlio import load_model, read_yaml
 
 shadow_app = typer.Typer(
     help="Shadow live traffic: challengers answer the same questions off the user's path."
@@ -97,63 +89,6 @@ def build_sampler(rate: float, windows: list[str], tz: str, per: str) -> Sampler
         raise ConfigError(f"--per {per!r}: expected 'user' or 'request'.")
     per_value: Per = "user" if per == "user" else "request"
     return Sampler(rate, [parse_window(span, r) for span, r in spans.items()], tz=tz, per=per_value)
-
-
-def build_app(
-    champion: str,
-    challengers: dict[str, str],
-    store: Store,
-    sampler: Sampler,
-    fields: RequestFields,
-    timeout_s: float = 60.0,
-    challenger_timeout_s: float = 30.0,
-    mirror_paths: tuple[str, ...] = (),
-    feedback: FeedbackTap | None = None,
-    redact: Redactor | None = default_redactor,
-    hash_user_ids: bool = True,
-) -> ShadowServeApp:
-    """The proxy with the shadow wired: challengers as HTTP targets, rows and feedback logged to `store`
-    (closed on exit); only `mirror_paths` (all when empty) are shadowed; `feedback` reads the app's own
-    feedback endpoint."""
-    targets = {
-        name: MirrorHttpTarget(name, url, fields, challenger_timeout_s + 1)
-        for name, url in challengers.items()
-    }
-    shadow = Shadow(
-        MirrorHttpTarget("champion", champion, fields, timeout_s),
-        targets,
-        sampler=sampler,
-        log=ShadowLog(store),
-        challenger_timeout_s=challenger_timeout_s,
-        redact=redact,
-        hash_user_ids=hash_user_ids,
-    )
-    mirror = ProxyMirror(shadow, fields, mirror_paths=mirror_paths, feedback=feedback)
-
-    async def close() -> None:
-        for target in targets.values():
-            await target.aclose()
-        await shadow.champion.aclose()
-        store.close()
-
-    return ShadowServeApp(create_proxy(champion, mirror, timeout_s=timeout_s), mirror, on_close=close)
-
-
-def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:
-    """The shadow serve app for a validated configuration (challengers must be configured)."""
-    return build_app(
-        cfg.champion,
-        cfg.challengers,
-        store,
-        cfg.sampling.build(),
-        cfg.fields.build(),
-        cfg.timeout_s,
-        cfg.challenger_timeout_s,
-        mirror_paths=tuple(cfg.mirror_paths),
-        feedback=cfg.feedback.build() if cfg.feedback is not None else None,
-        redact=load_redactor(cfg.privacy.redact),
-        hash_user_ids=cfg.privacy.hash_user_ids,
-    )
 
 
 def _section(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:

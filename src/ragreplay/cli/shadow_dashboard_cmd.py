@@ -56,7 +56,7 @@ def dashboard(
     twin (/index.json, /rows.json, /rows/ID.json). Run `ragreplay shadow judge` to add new rows to it."""
     import uvicorn
 
-    from ragreplay.dashboard import create_app
+    from ragreplay.web import create_app
 
     settings = settings_from(config, db=db)
     check_listen(host, port)

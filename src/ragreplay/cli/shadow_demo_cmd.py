@@ -12,13 +12,13 @@ import typer
 from ragreplay.cli.common import console, count_progress
 from ragreplay.cli.demo_cmd import demo_data_dir
 from ragreplay.cli.shadow_judge_cmd import judge_with_progress, stored_shadow_summary
-from ragreplay.compare.service import default_fit_judge
 from ragreplay.demo.shadow_demo import first_questions, run_traffic
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import ingest_file
+from ragreplay.judges.build import default_fit_judge
+from ragreplay.replay.service import select_cases
 from ragreplay.report.compare_json import render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
-from ragreplay.service import select_cases
 from ragreplay.settings import Settings
 from ragreplay.shadow.judging import parse_since
 from ragreplay.store import Store

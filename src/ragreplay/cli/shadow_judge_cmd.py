@@ -5,24 +5,28 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, cast
 
 import typer
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
-from ragreplay.compare.service import build_fit_judge, build_pairwise_judge, default_fit_judge
-from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.errors import ConfigError
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
 from ragreplay.judges.position import OrderMode
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.compare_json import FORMATS, render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings
-from ragreplay.shadow.judging import JudgeCounts, ShadowJudges, judge_shadow, parse_since, shadow_summary
+from ragreplay.shadow.judging import (
+    JudgeCounts,
+    ShadowJudges,
+    judge_shadow,
+    parse_since,
+    stored_shadow_summary,
+)
 from ragreplay.store import Store
-from ragreplay.writer import StoreWriter
 
 ORDERS = ("both", "random")
 DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
@@ -108,14 +112,6 @@ def judge(
         + f"; {left} unjudged row(s) left in the store",
         highlight=False,
     )
-
-
-def stored_shadow_summary(store: Store, start: datetime) -> ComparisonSummary:
-    """The report of the judged rows with ``ts >= start``, with the users' feedback on those requests."""
-    judged = store.load_shadow_judgments(start)
-    stored = store.shadow_feedback_for(row.request_id for row, _ in judged)
-    labels = {request_id: item.feedback for request_id, item in stored.items()}
-    return shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC", labels)
 
 
 def report(

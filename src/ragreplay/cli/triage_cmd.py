@@ -11,15 +11,15 @@ from typing import Annotated, cast
 import typer
 
 from ragreplay.cli.common import console, open_store, settings_from
-from ragreplay.compare.service import build_pairwise_judge
 from ragreplay.compare.triage import TriageReport, triage_run
 from ragreplay.errors import ConfigError
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.build import build_pairwise_judge
 from ragreplay.judges.position import OrderMode
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.compare_triage import FORMATS, build_triage_renderable, render_triage
 from ragreplay.settings import Settings
 from ragreplay.store import Store
-from ragreplay.writer import StoreWriter
 
 
 async def _triage(

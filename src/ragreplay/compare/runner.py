@@ -16,9 +16,9 @@ from typing import Any
 
 from ragreplay.compare.hygiene import expected_language, is_wrong_language
 from ragreplay.core.compare_stats import CompareRow, Preferred
+from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.core.types import Answer, Case, Fit
 from ragreplay.errors import RagreplayError
-from ragreplay.judges.pairwise_types import PairwiseSide
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge, Target
 

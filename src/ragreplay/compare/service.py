@@ -15,42 +15,15 @@ from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
+from ragreplay.judges.build import build_fit_judge, build_pairwise_judge
 from ragreplay.judges.position import OrderMode, PairOutcome
-from ragreplay.ports import Judge, PairwiseJudge, Target
+from ragreplay.ports import Target
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.service import build_judge
 from ragreplay.store import Store
 from ragreplay.store.comparisons import ComparisonRecord, ComparisonStatus
 from ragreplay.targets.loader import load_target
 
-LOCAL_PAIRWISE_SPECS = ("local", "local:pairwise")
-
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def build_pairwise_judge(spec: str, factory: ModelFactory) -> PairwiseJudge:
-    """The pairwise judge for ``spec``: ``local`` (no model) or a ``provider:model`` LLM judge."""
-    if spec in LOCAL_PAIRWISE_SPECS:
-        from ragreplay.judges.local_pairwise import LocalPairwiseJudge
-
-        return LocalPairwiseJudge()
-    try:
-        from ragreplay.judges.pairwise import LLMPairwiseJudge
-    except ImportError as exc:  # pragma: no cover - only while the LLM pairwise judge is not installed
-        raise ConfigError(
-            f"--judge {spec}: the LLM pairwise judge is not available in this build ({exc}). Fix: use --judge local"
-        ) from exc
-    return LLMPairwiseJudge(factory.build(spec))
-
-
-def default_fit_judge(judge_spec: str) -> str:
-    """The FIT judge that goes with a pairwise judge spec: ``local`` with ``local``, else the same model."""
-    return "local" if judge_spec in LOCAL_PAIRWISE_SPECS else judge_spec
-
-
-def build_fit_judge(spec: str, factory: ModelFactory) -> Judge:
-    """The agreement (FIT) judge for ``spec``."""
-    return build_judge("local" if spec in LOCAL_PAIRWISE_SPECS else spec, factory)
 
 
 def parse_challengers(values: Sequence[str]) -> dict[str, Path]:

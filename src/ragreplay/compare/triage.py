@@ -9,10 +9,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Case, Verdict
 from ragreplay.errors import RagreplayError
-from ragreplay.judges.pairwise_types import PairwiseSide
 from ragreplay.judges.position import OrderMode, PairOutcome, judge_pair
 from ragreplay.ports import PairwiseJudge
 from ragreplay.store import Store

@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 
-from ragreplay.cli.shadow_cmd import build_app
+from ragreplay.asgi.serving import serve_in_thread
 from ragreplay.core.types import Case
 from ragreplay.demo.configs import demo_config
-from ragreplay.serving import serve_in_thread
 from ragreplay.shadow.mirror import FeedbackTap, RequestFields
 from ragreplay.shadow.sampler import Sampler
+from ragreplay.shadow.serve_app import build_app
 from ragreplay.store import Store
 from ragreplay.targets.asgi import TargetApp
 from ragreplay.targets.loader import load_target

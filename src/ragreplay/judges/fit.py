@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
+from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case, Fit, Judgment
 from ragreplay.judges.replies import parse_json_object
 from ragreplay.ports import ChatModel
-from ragreplay.providers.base import ChatMessage, ChatRequest
 
 FIT_SYSTEM_PROMPT = """\
 You compare two answers that an assistant gave to the same question at different times.

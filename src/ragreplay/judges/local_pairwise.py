@@ -35,9 +35,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragreplay.core.ids import content_hash
+from ragreplay.core.pairwise import AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.judges.local_pairwise_signals import PairSignals, SideSignals, pair_signals
-from ragreplay.judges.pairwise_types import AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.local.embeddings import get_embedder
 
 DEFAULT_MODEL_PATH = Path(__file__).with_name("local_pairwise_model.json")

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.judges import signals as sig
-from ragreplay.judges.pairwise_types import PairwiseSide
 
 MAX_UNITS = 30
 """Answer sentences checked for support (the rest of a runaway answer adds nothing)."""

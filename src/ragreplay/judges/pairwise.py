@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.core.ids import content_hash
+from ragreplay.core.pairwise import AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError
-from ragreplay.judges.pairwise_types import AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.judges.replies import parse_json_object
 from ragreplay.ports import ChatModel
-from ragreplay.providers.base import ChatMessage, ChatRequest
 
 _AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _WINNERS: dict[str, Winner] = {"a": "A", "b": "B", "tie": "tie", "draw": "tie", "equal": "tie"}

@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ragreplay.core.compare_stats import PositionFigures, sign_test_p
+from ragreplay.core.pairwise import PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError
-from ragreplay.judges.pairwise_types import PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.ports import PairwiseJudge
 
 OrderMode = Literal["both", "random"]

@@ -15,9 +15,9 @@ from typing import Literal, get_args
 
 from pydantic import ValidationError
 
+from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.ids import canonical_json
 from ragreplay.ports import CacheBackend, ChatModel
-from ragreplay.providers.base import ChatRequest, ChatResponse
 
 CacheMode = Literal["read-write", "read-only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)

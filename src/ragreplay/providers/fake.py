@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.ids import canonical_json
 from ragreplay.core.lexicon import PRONOUNS
 from ragreplay.core.types import TokenUsage
-from ragreplay.providers.base import ChatRequest, ChatResponse, ProviderError
 
 # Lowercase words that may sit inside a name: "Lisa van Dam", "Ludwig van der Rohe".
 NAME_PARTICLES = frozenset(["van", "de", "der", "den", "von", "da", "di", "du", "te", "ter"])

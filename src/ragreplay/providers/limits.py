@@ -13,8 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.ports import ChatModel
-from ragreplay.providers.base import ChatRequest, ChatResponse, ProviderError
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]

@@ -19,8 +19,8 @@ from typing import Any
 
 import aiohttp
 
+from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.types import TokenUsage
-from ragreplay.providers.base import ChatRequest, ChatResponse, ProviderError
 from ragreplay.providers.pricing import Price
 
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})

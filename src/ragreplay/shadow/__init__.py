@@ -1,10 +1,10 @@
 """Shadow traffic: the champion answers the user while challengers answer the same questions off the user's
 path, and every (request, challenger) pair is logged for judging later, with the users' feedback by request id."""
 
-from ragreplay.shadow.core import AlwaysSample, SamplingPolicy, Shadow, ShadowStats, live_case
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow, live_case
+from ragreplay.shadow.core import AlwaysSample, SamplingPolicy, Shadow, ShadowStats
 from ragreplay.shadow.log import BatchLog, FeedbackLog, LogStats, ShadowFeedbackSink, ShadowLog, ShadowRowSink
 from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, load_redactor
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
 
 __all__ = [
     "AlwaysSample",

@@ -22,13 +22,13 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Protocol
 
+from ragreplay.core.shadow import FeedbackSource, ShadowAnswer, ShadowFeedback, ShadowRow, live_case
 from ragreplay.core.types import Answer, Case, Feedback
 from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ports import Target
 from ragreplay.shadow.log import FeedbackLog, ShadowFeedbackSink, ShadowLog
 from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, salt_from_env
-from ragreplay.shadow.types import FeedbackSource, ShadowAnswer, ShadowFeedback, ShadowRow
 
 logger = logging.getLogger(__name__)
 
@@ -62,25 +62,6 @@ class AlwaysSample:
     def decide(self, user_id: str | None, now: datetime | None = None) -> bool:
         """Always ``True``."""
         return True
-
-
-def live_case(request_id: str, query: str, user_id: str | None, tags: Mapping[str, str] | None) -> Case:
-    """The :class:`Case` a target is given for a live request.
-
-    Live traffic has no old answer and no feedback yet: ``old_answer`` is empty and ``feedback`` is a
-    placeholder (``good``) that targets must not read.
-    """
-    return Case(
-        id=f"live_{request_id}",
-        conversation_id=request_id,
-        turn_index=0,
-        query=query,
-        history=(),
-        old_answer="",
-        feedback=Feedback.GOOD,
-        tags=dict(tags or {}),
-        user_id=user_id,
-    )
 
 
 @dataclass(frozen=True)

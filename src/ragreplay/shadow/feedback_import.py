@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ragreplay.core.reply_shapes import get_path
+from ragreplay.core.shadow import ShadowFeedback
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
@@ -23,9 +25,7 @@ from ragreplay.ingest.fields import parse_ts
 from ragreplay.ingest.flat_rows import csv_records, flat_kind
 from ragreplay.ingest.problems import LineSource, ProblemLog, Record
 from ragreplay.shadow.privacy import Redactor, default_redactor
-from ragreplay.shadow.types import ShadowFeedback
 from ragreplay.store import Store
-from ragreplay.targets.http import get_path
 
 #: Labels written per store call (each call is one transaction).
 BATCH = 1000

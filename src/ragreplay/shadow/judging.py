@@ -21,12 +21,12 @@ from ragreplay.compare.hygiene import expected_language, is_wrong_language
 from ragreplay.compare.runner import side_of
 from ragreplay.compare.summary import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow, Preferred
-from ragreplay.core.types import Answer, Case, Feedback, Fit, RetrievedChunk
+from ragreplay.core.gc_pause import gc_paused
+from ragreplay.core.shadow import ShadowRow
+from ragreplay.core.types import Feedback, Fit
 from ragreplay.errors import ConfigError, RagreplayError
-from ragreplay.gc_pause import gc_paused
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
 from ragreplay.store import Store
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
@@ -50,34 +50,6 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
             f"--since {value!r} is not an age or a date. Fix: use e.g. 7d, 24h, 30m or 2026-11-01"
         ) from None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
-
-
-def as_answer(side: ShadowAnswer) -> Answer:
-    """A shadow side as an :class:`Answer` (its chunks known by id only)."""
-    return Answer(
-        text=side.text,
-        contexts=tuple(RetrievedChunk(id=cid) for cid in side.chunk_ids),
-        latency_ms=side.latency_ms,
-        tokens=side.tokens,
-        cost_usd=side.cost_usd,
-        error=side.error,
-    )
-
-
-def as_case(row: ShadowRow) -> Case:
-    """The case the FIT judge sees: the champion's answer plays the old answer."""
-    return Case(
-        id=row.id,
-        conversation_id=row.request_id,
-        turn_index=0,
-        query=row.query,
-        history=(),
-        old_answer=row.champion.text,
-        feedback=Feedback.GOOD,
-        retrieved=tuple(RetrievedChunk(id=cid) for cid in row.champion.chunk_ids),
-        tags=dict(row.tags),
-        ts=row.ts,
-    )
 
 
 @dataclass(frozen=True)
@@ -116,12 +88,12 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
         return ShadowJudgmentRecord(**record, error="; ".join(failed), payload=payload)
     no_dates: dict[str, date] = {}
     rng = random.Random(f"{judges.seed}:{row.id}") if judges.seed is not None else random.Random()
-    fit_task = judges.fit_judge.judge(as_case(row), row.query, as_answer(row.candidate))
+    fit_task = judges.fit_judge.judge(row.to_case(), row.query, row.candidate.to_answer())
     pair_task = judge_pair(
         judges.pairwise,
         row.query,
-        side_of(as_answer(row.champion), no_dates),
-        side_of(as_answer(row.candidate), no_dates),
+        side_of(row.champion.to_answer(), no_dates),
+        side_of(row.candidate.to_answer(), no_dates),
         judges.order,
         rng,
     )
@@ -339,3 +311,11 @@ def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSumma
                 for r, req in zip(collector.rows, collector.row_requests, strict=True)
             ]
         return collector.summary(label)
+
+
+def stored_shadow_summary(store: Store, start: datetime) -> ComparisonSummary:
+    """The report of the judged rows with ``ts >= start``, with the users' feedback on those requests."""
+    judged = store.load_shadow_judgments(start)
+    stored = store.shadow_feedback_for(row.request_id for row, _ in judged)
+    labels = {request_id: item.feedback for request_id, item in stored.items()}
+    return shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC", labels)

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from ragreplay.shadow.types import ShadowFeedback, ShadowRow
+from ragreplay.core.shadow import ShadowFeedback, ShadowRow
 
 logger = logging.getLogger(__name__)
 

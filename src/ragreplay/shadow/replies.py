@@ -12,9 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ragreplay.core.reply_shapes import coerce_chunks, get_path
 from ragreplay.core.types import Answer
-from ragreplay.targets.http import get_path
-from ragreplay.targets.python import coerce_chunks
 
 STREAM_PIECE_PATHS = ("choices.0.delta.content", "delta", "token", "text", "content")
 """Where a streamed event's piece of text is looked for, in order, unless ``stream_text_path`` is set."""

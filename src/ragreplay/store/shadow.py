@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Row, and_, func, or_, select, update
 
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowRow
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_rows, to_json
 

@@ -11,8 +11,8 @@ from typing import Any, Literal, get_args
 from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, exists, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import JSONB
 
+from ragreplay.core.shadow import ShadowRow
 from ragreplay.core.types import Fit
-from ragreplay.shadow.types import ShadowRow
 from ragreplay.store.base import StoreBase
 from ragreplay.store.schema import shadow_judgments, shadow_rows
 from ragreplay.store.shadow import _row as shadow_row_of

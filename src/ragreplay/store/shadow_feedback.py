@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import Row, func, select
 
+from ragreplay.core.shadow import ShadowFeedback
 from ragreplay.core.types import Feedback
-from ragreplay.shadow.types import ShadowFeedback
 from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.schema import shadow_feedback, shadow_rows
 

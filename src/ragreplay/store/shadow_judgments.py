@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Row, Select, func, select, update
 
+from ragreplay.core.gc_pause import gc_paused
+from ragreplay.core.shadow import ShadowAnswer, ShadowRow
 from ragreplay.core.types import Fit
-from ragreplay.gc_pause import gc_paused
-from ragreplay.shadow.types import ShadowAnswer, ShadowRow
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_judgments, shadow_rows
 

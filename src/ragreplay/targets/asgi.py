@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ragreplay.asgi import Receive, Scope, Send, read_json_object, run_lifespan, send_json
+from ragreplay.core.shadow import live_case
 from ragreplay.ports import Target
-from ragreplay.shadow.core import live_case
 
 
 class TargetApp:

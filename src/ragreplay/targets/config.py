@@ -277,9 +277,3 @@ def normalise_question(text: str) -> str:
 
 def _is_edge_noise(char: str) -> bool:
     return char.isspace() or unicodedata.category(char).startswith("P")
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``ExceptionClass: message``, as stored in ``Answer.error``."""
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ragreplay.core.ids import content_hash
+from ragreplay.core.reply_shapes import coerce_answer
 from ragreplay.core.types import Answer, Case
 from ragreplay.errors import ConfigError, InputProblem
 from ragreplay.targets.base import TargetBase
 from ragreplay.targets.config import FakeTargetConfig, normalise_question
-from ragreplay.targets.python import coerce_answer
 
 
 class FakeTarget(TargetBase):

@@ -15,11 +15,11 @@ from urllib.parse import quote
 import httpx
 
 from ragreplay.core.ids import content_hash
+from ragreplay.core.reply_shapes import coerce_chunks, coerce_tokens, get_path
 from ragreplay.core.types import Answer, Case
-from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.errors import ConfigError, InputProblem, describe_exception
 from ragreplay.targets.base import TargetBase
-from ragreplay.targets.config import HttpTargetConfig, describe_exception, expand_env
-from ragreplay.targets.python import coerce_chunks, coerce_tokens
+from ragreplay.targets.config import HttpTargetConfig, expand_env
 
 _PLACEHOLDER = re.compile(r"\{(question|user_id|conversation_id|turn_index|history_json|tags_json)\}")
 _EXCERPT = 300
@@ -53,23 +53,6 @@ def render_template(template: Any, values: Mapping[str, str], structured: Mappin
     if isinstance(template, list):
         return [render_template(v, values, structured) for v in template]
     return template
-
-
-def get_path(data: Any, path: str) -> Any:
-    """Follow a dotted path (``data.answer``, ``choices.0.message.content``); KeyError names the bad step."""
-    current = data
-    for part in path.split("."):
-        if isinstance(current, Mapping) and part in current:
-            current = current[part]
-        elif (
-            isinstance(current, list)
-            and re.fullmatch(r"-?\d+", part)
-            and -len(current) <= int(part) < len(current)
-        ):
-            current = current[int(part)]
-        else:
-            raise KeyError(part)
-    return current
 
 
 class _Transient(Exception):

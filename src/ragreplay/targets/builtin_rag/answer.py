@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragreplay.providers.base import ChatMessage, ChatRequest
+from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.targets.builtin_rag.index import CorpusIndex, Hit
 from ragreplay.targets.builtin_rag.text import content_tokens
 

@@ -10,11 +10,12 @@ from typing import Any, cast
 
 import numpy as np
 
+from ragreplay.core.chat import ProviderError
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case, RetrievedChunk
+from ragreplay.errors import describe_exception
 from ragreplay.local.embeddings import CachedEmbedder, Embedder, default_cache_dir, get_embedder
 from ragreplay.ports import ChatModel
-from ragreplay.providers.base import ProviderError
 from ragreplay.providers.config import ModelSettings
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.targets.base import TargetBase
@@ -27,7 +28,6 @@ from ragreplay.targets.builtin_rag.answer import (
 from ragreplay.targets.builtin_rag.config import BuiltinTargetConfig
 from ragreplay.targets.builtin_rag.corpus import Corpus, load_corpus
 from ragreplay.targets.builtin_rag.index import CorpusIndex, Retrieval, encode, query_text
-from ragreplay.targets.config import describe_exception
 
 ALGORITHM_VERSION = "1"
 """Bumped whenever chunking, ranking or answer composition changes, so old runs stay distinguishable."""

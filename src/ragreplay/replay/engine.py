@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ragreplay.core.chat import ProviderError
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Case, Fit, Rewrite
 from ragreplay.core.verdicts import verdict_for
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, RunStore, Target
-from ragreplay.providers.base import ProviderError
 
 
 @dataclass

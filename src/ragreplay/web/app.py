@@ -25,7 +25,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from ragreplay.dashboard.queries import (
+from ragreplay.report.labels import pct
+from ragreplay.store import Store, StoreError
+from ragreplay.web.queries import (
     ANSWER_PREVIEW,
     BadRequest,
     index_data,
@@ -33,8 +35,6 @@ from ragreplay.dashboard.queries import (
     rows_data,
     since_start,
 )
-from ragreplay.report.labels import pct
-from ragreplay.store import Store, StoreError
 
 
 def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
@@ -53,7 +53,7 @@ def _attr(value: float | None) -> str:
 def environment() -> Environment:
     """The dashboard's Jinja2 environment: package templates, autoescaping on for every template."""
     env = Environment(
-        loader=PackageLoader("ragreplay.dashboard", "templates"),
+        loader=PackageLoader("ragreplay.web", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,

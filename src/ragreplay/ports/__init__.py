@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from ragreplay.core.chat import ChatRequest, ChatResponse
+from ragreplay.core.pairwise import PairwiseJudgment, PairwiseSide
 from ragreplay.core.runs import ResultRecord, RunStatus
 from ragreplay.core.types import Answer, Case, Judgment, Rewrite
-from ragreplay.judges.pairwise_types import PairwiseJudgment, PairwiseSide
-from ragreplay.providers.base import ChatRequest, ChatResponse
 
 
 @runtime_checkable
@@ -22,7 +22,7 @@ class ChatModel(Protocol):
         ...
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer one request. Raises :class:`~ragreplay.providers.base.ProviderError` on failure."""
+        """Answer one request. Raises :class:`~ragreplay.core.chat.ProviderError` on failure."""
         ...
 
 

@@ -17,15 +17,14 @@ from urllib.parse import quote, urlencode
 
 from pydantic import ValidationError
 
-from ragreplay.cli.shadow_judge_cmd import stored_shadow_summary
 from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.errors import ConfigError
 from ragreplay.judges.position import PairOutcome
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
-from ragreplay.shadow.judging import parse_since, shadow_figures
-from ragreplay.shadow.types import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.shadow.judging import parse_since, shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord

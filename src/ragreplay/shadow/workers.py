@@ -1,5 +1,5 @@
-"""`ragreplay shadow serve --workers N`: N uvicorn worker processes, each with its own proxy, Shadow, ShadowLog
-and store connection.
+"""Worker processes for `ragreplay shadow serve --workers N`: N uvicorn workers, each with its own proxy,
+Shadow, ShadowLog and store connection.
 
 uvicorn starts workers by importing the app by name, so the resolved :class:`ShadowServeConfig` travels to them
 as JSON in an environment variable and :func:`create_app` (a uvicorn factory) builds the app in each worker.
@@ -17,10 +17,11 @@ from ragreplay.errors import ConfigError
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig
 from ragreplay.shadow.proxy import create_proxy
+from ragreplay.shadow.serve_app import app_from_config
 from ragreplay.store import Store
 
 CONFIG_ENV = "RAGREPLAY_SHADOW_SERVE_CONFIG"
-APP_FACTORY = "ragreplay.cli.shadow_workers:create_app"
+APP_FACTORY = "ragreplay.shadow.workers:create_app"
 
 
 def export_config(cfg: ShadowServeConfig) -> None:
@@ -31,8 +32,6 @@ def export_config(cfg: ShadowServeConfig) -> None:
 def create_app() -> Any:
     """The shadow serve app of one worker, from the configuration :func:`export_config` put in the
     environment: the proxy with the shadow wired when there are challengers, else the bare proxy."""
-    from ragreplay.cli.shadow_cmd import app_from_config
-
     raw = os.environ.get(CONFIG_ENV)
     if not raw:
         raise ConfigError(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragreplay.core.types import Answer, Feedback, TokenUsage
+from ragreplay.core.types import Answer, Case, Feedback, RetrievedChunk, TokenUsage
 
 
 def new_row_id() -> str:
@@ -45,6 +46,17 @@ class ShadowAnswer(BaseModel):
         """A side that produced no answer: it raised, timed out or was cancelled."""
         return cls(error=error, latency_ms=latency_ms)
 
+    def to_answer(self) -> Answer:
+        """This side as an :class:`Answer` (its chunks known by id only)."""
+        return Answer(
+            text=self.text,
+            contexts=tuple(RetrievedChunk(id=cid) for cid in self.chunk_ids),
+            latency_ms=self.latency_ms,
+            tokens=self.tokens,
+            cost_usd=self.cost_usd,
+            error=self.error,
+        )
+
 
 class ShadowRow(BaseModel):
     """One live request compared with one challenger: one row per (request, challenger).
@@ -64,6 +76,19 @@ class ShadowRow(BaseModel):
     challenger: str
     champion: ShadowAnswer
     candidate: ShadowAnswer
+
+    def to_case(self) -> Case:
+        """The case the FIT judge sees for this row: the champion's answer plays the old answer."""
+        return live_case(
+            self.request_id,
+            self.query,
+            None,
+            self.tags,
+            case_id=self.id,
+            old_answer=self.champion.text,
+            retrieved=tuple(RetrievedChunk(id=cid) for cid in self.champion.chunk_ids),
+            ts=self.ts,
+        )
 
 
 FeedbackSource = Literal["api", "tap", "import"]
@@ -85,3 +110,35 @@ class ShadowFeedback(BaseModel):
     ts: datetime = Field(default_factory=lambda: datetime.now(UTC))
     comment: str | None = None
     source: FeedbackSource = "api"
+
+
+def live_case(
+    request_id: str,
+    query: str,
+    user_id: str | None,
+    tags: Mapping[str, str] | None,
+    *,
+    case_id: str | None = None,
+    old_answer: str = "",
+    retrieved: tuple[RetrievedChunk, ...] = (),
+    ts: datetime | None = None,
+) -> Case:
+    """The :class:`Case` for a live request: what a target is given, and (with the champion's answer as
+    ``old_answer``) what the FIT judge sees of a shadow row.
+
+    Live traffic has no feedback when it is answered: ``feedback`` is a placeholder (``good``) that targets and
+    judges must not read.
+    """
+    return Case(
+        id=case_id if case_id is not None else f"live_{request_id}",
+        conversation_id=request_id,
+        turn_index=0,
+        query=query,
+        history=(),
+        old_answer=old_answer,
+        feedback=Feedback.GOOD,
+        retrieved=retrieved,
+        tags=dict(tags or {}),
+        user_id=user_id,
+        ts=ts,
+    )

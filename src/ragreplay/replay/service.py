@@ -11,15 +11,15 @@ from ragreplay.core.ids import content_hash
 from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.summary import RunSummary, summarize
 from ragreplay.core.types import Case
-from ragreplay.engine import Progress, ProgressCallback, Replayer
 from ragreplay.errors import ConfigError, RagreplayError
-from ragreplay.judges.fit import FitJudge
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.build import build_fit_judge
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, Target
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.rewrite import LocalRewriter, Rewriter
+from ragreplay.replay.engine import Progress, ProgressCallback, Replayer
+from ragreplay.replay.rewrite import LocalRewriter, Rewriter
 from ragreplay.settings import Settings
 from ragreplay.store import Store
-from ragreplay.writer import StoreWriter
 
 
 def select_cases(
@@ -133,18 +133,6 @@ def summarize_run(store: Store, run_ref: str) -> RunSummary:
 
 PlanCallback = Callable[[RunRecord, bool], None]
 
-LOCAL_SPECS = ("local", "local:fit", "local:concat")
-"""Specs of the built-in local judge and rewriter: no model endpoint, nothing downloaded."""
-
-
-def build_judge(spec: str, factory: ModelFactory) -> Judge:
-    """The FIT judge for ``spec``: ``local`` (calibrated signals, no model) or a ``provider:model`` LLM judge."""
-    if spec in ("local", "local:fit"):
-        from ragreplay.judges.local_fit import LocalFitJudge
-
-        return LocalFitJudge()
-    return FitJudge(factory.build(spec))
-
 
 def build_rewriter(spec: str | None, factory: ModelFactory) -> QueryRewriter | None:
     """The follow-up rewriter for ``spec``: ``none``, ``local`` (rule-based) or a ``provider:model`` LLM."""
@@ -179,7 +167,7 @@ async def replay(
     async with StoreWriter(store) as writer:
         factory = ModelFactory(settings.model_settings(), cache=writer, env=env)
         try:
-            judge = build_judge(settings.judge, factory)
+            judge = build_fit_judge(settings.judge, factory)
             rewriter = build_rewriter(settings.rewriter_spec, factory)
             run, resumed = plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh)
             if on_plan:

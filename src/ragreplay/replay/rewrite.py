@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 
+from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.core.ids import content_hash
 from ragreplay.core.lexicon import FOLLOW_UP_OPENERS, PRONOUNS
 from ragreplay.core.types import Case, Rewrite, Role
 from ragreplay.judges.replies import parse_json_object
 from ragreplay.ports import ChatModel
-from ragreplay.providers.base import ChatMessage, ChatRequest
 
 REWRITE_SYSTEM_PROMPT = """\
 You prepare questions for a search system that has no memory of the conversation.

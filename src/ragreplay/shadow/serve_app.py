@@ -1,0 +1,70 @@
+"""The shadow serve app wired from its parts: the proxy in front of the champion, challengers as HTTP
+targets, the sampler, the logs and the feedback tap."""
+
+from __future__ import annotations
+
+from ragreplay.shadow.config import ShadowServeConfig
+from ragreplay.shadow.core import Shadow
+from ragreplay.shadow.log import ShadowLog
+from ragreplay.shadow.mirror import FeedbackTap, MirrorHttpTarget, ProxyMirror, RequestFields, ShadowServeApp
+from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
+from ragreplay.shadow.proxy import create_proxy
+from ragreplay.shadow.sampler import Sampler
+from ragreplay.store import Store
+
+
+def build_app(
+    champion: str,
+    challengers: dict[str, str],
+    store: Store,
+    sampler: Sampler,
+    fields: RequestFields,
+    timeout_s: float = 60.0,
+    challenger_timeout_s: float = 30.0,
+    mirror_paths: tuple[str, ...] = (),
+    feedback: FeedbackTap | None = None,
+    redact: Redactor | None = default_redactor,
+    hash_user_ids: bool = True,
+) -> ShadowServeApp:
+    """The proxy with the shadow wired: challengers as HTTP targets, rows and feedback logged to `store`
+    (closed on exit); only `mirror_paths` (all when empty) are shadowed; `feedback` reads the app's own
+    feedback endpoint."""
+    targets = {
+        name: MirrorHttpTarget(name, url, fields, challenger_timeout_s + 1)
+        for name, url in challengers.items()
+    }
+    shadow = Shadow(
+        MirrorHttpTarget("champion", champion, fields, timeout_s),
+        targets,
+        sampler=sampler,
+        log=ShadowLog(store),
+        challenger_timeout_s=challenger_timeout_s,
+        redact=redact,
+        hash_user_ids=hash_user_ids,
+    )
+    mirror = ProxyMirror(shadow, fields, mirror_paths=mirror_paths, feedback=feedback)
+
+    async def close() -> None:
+        for target in targets.values():
+            await target.aclose()
+        await shadow.champion.aclose()
+        store.close()
+
+    return ShadowServeApp(create_proxy(champion, mirror, timeout_s=timeout_s), mirror, on_close=close)
+
+
+def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:
+    """The shadow serve app for a validated configuration (challengers must be configured)."""
+    return build_app(
+        cfg.champion,
+        cfg.challengers,
+        store,
+        cfg.sampling.build(),
+        cfg.fields.build(),
+        cfg.timeout_s,
+        cfg.challenger_timeout_s,
+        mirror_paths=tuple(cfg.mirror_paths),
+        feedback=cfg.feedback.build() if cfg.feedback is not None else None,
+        redact=load_redactor(cfg.privacy.redact),
+        hash_user_ids=cfg.privacy.hash_user_ids,
+    )
