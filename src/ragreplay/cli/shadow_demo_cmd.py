@@ -11,7 +11,7 @@ import typer
 
 from ragreplay.cli.common import console, count_progress
 from ragreplay.cli.demo_cmd import demo_data_dir
-from ragreplay.cli.shadow_judge_cmd import judge_with_progress, stored_shadow_summary
+from ragreplay.cli.shadow_judge_cmd import judge_with_progress
 from ragreplay.demo.shadow_demo import first_questions, run_traffic
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import ingest_file
@@ -20,7 +20,7 @@ from ragreplay.replay.service import select_cases
 from ragreplay.report.compare_json import render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings
-from ragreplay.shadow.judging import parse_since
+from ragreplay.shadow.judging import parse_since, stored_shadow_summary
 from ragreplay.store import Store
 
 WINDOW = "1d"

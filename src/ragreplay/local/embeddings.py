@@ -36,7 +36,8 @@ class Embedder(Protocol):
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    normalised: np.ndarray = vectors / np.maximum(norms, 1e-12)
+    return normalised
 
 
 class PackagedEmbedder:
@@ -89,7 +90,8 @@ class CachedEmbedder:
         digest = hashlib.sha256("\x1f".join([self.name, *texts]).encode("utf-8")).hexdigest()[:32]
         path = self.folder / f"{self.name}-{digest}.npy"
         if path.exists():
-            return np.load(path)
+            stored: np.ndarray = np.load(path)
+            return stored
         vectors = self.inner.encode(texts)
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npy")

@@ -138,7 +138,7 @@ class HttpTarget(TargetBase):
         if retry_after is not None:
             return min(retry_after, self._cfg.max_backoff_s)
         base = min(self._cfg.backoff_s * 2 ** (attempt - 1), self._cfg.max_backoff_s)
-        return base * (1 + 0.1 * random.random())  # jitter keeps concurrent retries apart
+        return float(base * (1 + 0.1 * random.random()))  # jitter keeps concurrent retries apart
 
     async def _attempt(self, question: str, case: Case) -> Answer:
         values = template_values(question, case)

@@ -191,4 +191,5 @@ class CorpusIndex:
     def _cosines(self, query_vector: np.ndarray | None) -> np.ndarray:
         if query_vector is None or self.chunk_vectors is None or not self.chunks:
             return np.zeros(len(self.chunks), dtype=np.float32)
-        return self.chunk_vectors @ query_vector
+        scores: np.ndarray = self.chunk_vectors @ query_vector
+        return scores

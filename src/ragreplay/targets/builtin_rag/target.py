@@ -164,7 +164,8 @@ class BuiltinTarget(TargetBase):
         if not self._needs_embedder():
             return None
         embedder = self._inner_embedder()
-        return encode(embedder, [query_text(embedder.name, question)])[0]
+        vector: np.ndarray = encode(embedder, [query_text(embedder.name, question)])[0]
+        return vector
 
     async def aclose(self) -> None:
         """Close the model factory this target opened for generation."""
