@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ragreplay.core.summary import RunSummary
 from ragreplay.ingest import IngestSummary, ingest_file
+from ragreplay.jobs.runner import ProgressCallback
 from ragreplay.replay import service
-from ragreplay.replay.engine import ProgressCallback
 from ragreplay.replay.service import select_cases, summarize_run
 from ragreplay.report import render
 from ragreplay.settings import Settings

@@ -82,3 +82,65 @@ async def test_store_failure_reaches_every_waiter(store: Store) -> None:
         with pytest.raises(Exception):  # noqa: B017 - the driver's own integrity error
             await writer.save_result(ResultRecord(run_id="missing", case_id="c1"))
     assert store.load_results("missing") == []
+
+
+async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store: Store) -> None:
+    from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+    from ragreplay.core.types import Fit
+    from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord, ComparisonStatus
+    from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
+
+    now = datetime.now(UTC)
+    store.create_comparison(
+        ComparisonRecord(
+            id="cmp_w",
+            created_at=now,
+            status=ComparisonStatus.RUNNING,
+            config_hash="c",
+            dataset_hash="d",
+            n_cases=2,
+        )
+    )
+    rows = [
+        ShadowRow(
+            id=f"r{i}",
+            request_id=f"q{i}",
+            query="q",
+            challenger="b",
+            champion=ShadowAnswer(text="a"),
+            candidate=ShadowAnswer(text="b"),
+        )
+        for i in range(3)
+    ]
+    store.write_shadow_rows(rows)
+    judged = [
+        ShadowJudgmentRecord(
+            row_id=r.id,
+            challenger="b",
+            judged_at=now,
+            fit=Fit.FIT,
+            judge="j",
+            judge_prompt_version="p",
+            fit_judge="f",
+            fit_judge_prompt_version="p",
+        )
+        for r in rows[:2]
+    ]
+    async with StoreWriter(store) as writer:
+        await asyncio.gather(
+            writer.save_comparison_rows(
+                [
+                    ComparisonRowRecord(
+                        comparison_id="cmp_w", case_id=f"c{i}", challenger="b", payload={"i": i}
+                    )
+                    for i in range(2)
+                ]
+            ),
+            writer.save_shadow_judgments(judged[:1]),
+            writer.save_shadow_judgments(judged[1:]),
+        )
+        # committed when the awaits returned, and in fewer transactions than writes
+        assert store.comparison_row_keys("cmp_w") == {("c0", "b"), ("c1", "b")}
+        assert store.count_unjudged_shadow_rows() == 1
+        assert writer.batches < 3
+    assert {r.id for r, _ in store.load_shadow_judgments()} == {"r0", "r1"}

@@ -73,6 +73,7 @@ async def _run(
             with bar:
                 return await run_comparison(
                     store=store,
+                    writer=writer,
                     factory=factory,
                     champion=champion_target,
                     challengers=challenger_targets,

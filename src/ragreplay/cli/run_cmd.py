@@ -19,8 +19,8 @@ from rich.progress import (
 from ragreplay.cli.common import console, err_console, open_store, parse_tags, settings_from
 from ragreplay.core.runs import RunRecord
 from ragreplay.core.types import Case
+from ragreplay.jobs import runner
 from ragreplay.ports import Target
-from ragreplay.replay import engine
 from ragreplay.replay.service import replay, select_cases, summarize_run
 from ragreplay.report.terminal import build_renderable
 from ragreplay.settings import Settings
@@ -62,7 +62,7 @@ async def run_replay(
             console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}")
         bar.start()
 
-    def on_progress(p: engine.Progress) -> None:
+    def on_progress(p: runner.Progress) -> None:
         speed = bar.tasks[task].speed
         bar.update(
             task,

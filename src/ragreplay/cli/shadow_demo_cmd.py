@@ -72,7 +72,7 @@ def demo(
             judge_with_progress(store, settings, judge, default_fit_judge(judge), "both", 0, WINDOW, None)
         )
         summary = stored_shadow_summary(store, parse_since(WINDOW))
-    console.print(f"judged {counts.judged} shadow row(s) ({counts.errors} with a failed side)")
+    console.print(f"judged {counts.done} shadow row(s) ({counts.errors} with a failed side)")
     console.print(build_comparison_renderable(summary))
     report = out / "shadow-report.md"
     report.write_text(render_comparison(summary, "md"), encoding="utf-8")

@@ -12,6 +12,7 @@ import typer
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.errors import ConfigError
+from ragreplay.jobs.runner import Progress
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
 from ragreplay.judges.position import OrderMode
@@ -20,7 +21,6 @@ from ragreplay.report.compare_json import FORMATS, render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings
 from ragreplay.shadow.judging import (
-    JudgeCounts,
     ShadowJudges,
     judge_shadow,
     parse_since,
@@ -41,7 +41,7 @@ async def judge_with_progress(
     seed: int | None,
     since: str,
     limit: int | None,
-) -> JudgeCounts:
+) -> Progress:
     """Judge the unjudged shadow rows newer than ``since`` with a progress bar (count, elapsed)."""
     start = parse_since(since)
     total = store.count_unjudged_shadow_rows(start)
@@ -61,6 +61,7 @@ async def judge_with_progress(
             with bar:
                 return await judge_shadow(
                     store,
+                    writer,
                     judges,
                     since=start,
                     limit=limit,
@@ -107,7 +108,7 @@ def judge(
         )
         left = store.count_unjudged_shadow_rows()
     err_console.print(
-        f"judged {counts.judged} shadow row(s) since {since}"
+        f"judged {counts.done} shadow row(s) since {since}"
         + (f", {counts.errors} with a failed side (recorded as errors)" if counts.errors else "")
         + f"; {left} unjudged row(s) left in the store",
         highlight=False,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -21,12 +21,6 @@ from ragreplay.core.types import Answer, Case, Fit
 from ragreplay.errors import RagreplayError
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge, Target
-
-CaseCallback = Callable[
-    [Case, list[CompareRow], dict[str, PairOutcome], dict[str, str]], Awaitable[None] | None
-]
-"""``on_case(case, rows, outcomes, generators)``: a case is done; ``generators`` maps each side whose answer
-named its model to that model."""
 
 _PREFERRED: dict[SideWinner, Preferred] = {"x": "champion", "y": "challenger", "tie": "tie"}
 
@@ -42,15 +36,6 @@ class ComparisonSetup:
     order: OrderMode = "both"
     seed: int | None = None
     concurrency: int = 8
-
-
-@dataclass
-class ComparisonOutcome:
-    """Per-case rows and pair outcomes of a comparison, and the generating models the answers named."""
-
-    rows: list[CompareRow] = field(default_factory=list)
-    outcomes: dict[str, list[PairOutcome]] = field(default_factory=dict)
-    generators: dict[str, str] = field(default_factory=dict)
 
 
 def document_dates(target: Target) -> dict[str, date]:
@@ -161,47 +146,37 @@ def _reraise_fatal(exc: BaseException) -> None:
         raise exc
 
 
-async def compare_cases(
-    setup: ComparisonSetup,
-    cases: Sequence[Case],
-    questions: Mapping[str, str],
-    on_case: CaseCallback | None = None,
-) -> ComparisonOutcome:
-    """Answer every case with every side and judge each challenger against the champion.
+@dataclass(frozen=True)
+class CaseComparison:
+    """One case compared: a row per challenger, the pair outcomes that could be judged, and the models the
+    answers named."""
 
-    At most ``setup.concurrency`` cases are in flight. ``on_case(case, rows, outcomes, generators)`` is called
-    (awaited when it returns an awaitable) as each case finishes, for progress and persistence.
-    """
-    result = ComparisonOutcome(outcomes={name: [] for name in setup.challengers})
+    case: Case
+    rows: list[CompareRow]
+    outcomes: dict[str, PairOutcome]
+    generators: dict[str, str]
+
+
+async def compare_case(
+    setup: ComparisonSetup, case: Case, question: str, dates: Mapping[str, Mapping[str, date]]
+) -> CaseComparison:
+    """Answer one case with every side and judge each challenger against the champion."""
     sides: dict[str, Target] = {"champion": setup.champion, **setup.challengers}
-    dates = {name: document_dates(target) for name, target in sides.items()}
-    limit = asyncio.Semaphore(setup.concurrency)
+    answers = await asyncio.gather(*(answer_safely(t, question, case) for t in sides.values()))
+    by_side = dict(zip(sides, answers, strict=True))
+    generators = {name: str(a.extra["model"]) for name, a in by_side.items() if a.extra.get("model")}
+    judged = await asyncio.gather(
+        *(
+            _judge_one(setup, case, question, name, by_side["champion"], by_side[name], dates)
+            for name in setup.challengers
+        )
+    )
+    rows = [row for row, _ in judged]
+    outcomes = {name: o for name, (_, o) in zip(setup.challengers, judged, strict=True) if o is not None}
+    return CaseComparison(case, rows, outcomes, generators)
 
-    async def one(case: Case) -> None:
-        async with limit:
-            question = questions.get(case.id, case.query)
-            answers = await asyncio.gather(*(answer_safely(t, question, case) for t in sides.values()))
-            by_side = dict(zip(sides, answers, strict=True))
-            generators = {name: str(a.extra["model"]) for name, a in by_side.items() if a.extra.get("model")}
-            for name, model in generators.items():
-                result.generators.setdefault(name, model)
-            judged = await asyncio.gather(
-                *(
-                    _judge_one(setup, case, question, name, by_side["champion"], by_side[name], dates)
-                    for name in setup.challengers
-                )
-            )
-        rows = [row for row, _ in judged]
-        outcomes = {name: o for name, (_, o) in zip(setup.challengers, judged, strict=True) if o is not None}
-        result.rows.extend(rows)
-        for name, outcome in outcomes.items():
-            result.outcomes[name].append(outcome)
-        if on_case is not None:
-            maybe = on_case(case, rows, outcomes, generators)
-            if maybe is not None:
-                await maybe
 
-    await asyncio.gather(*(one(c) for c in cases))
-    order = {c.id: i for i, c in enumerate(cases)}
-    result.rows.sort(key=lambda r: (order[r.case_id], r.challenger))
-    return result
+def side_dates(setup: ComparisonSetup) -> dict[str, dict[str, date]]:
+    """Each side's document dates (see :func:`document_dates`), by side name."""
+    sides: dict[str, Target] = {"champion": setup.champion, **setup.challengers}
+    return {name: document_dates(target) for name, target in sides.items()}

@@ -6,17 +6,19 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 
-from ragreplay.compare.runner import CaseCallback, ComparisonSetup, compare_cases
+from ragreplay.compare.runner import CaseComparison, ComparisonSetup, compare_case, side_dates
 from ragreplay.compare.stored import comparison_config, plan_comparison, row_records, summary_from_store
 from ragreplay.compare.summary import ComparisonSummary
-from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
+from ragreplay.jobs.runner import JobPlan, Progress, run_job
+from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge, build_pairwise_judge
-from ragreplay.judges.position import OrderMode, PairOutcome
+from ragreplay.judges.position import OrderMode
 from ragreplay.ports import Target
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.store import Store
@@ -61,6 +63,7 @@ PlanCallback = Callable[[ComparisonRecord, int, bool], None]
 async def run_comparison(
     *,
     store: Store,
+    writer: StoreWriter,
     factory: ModelFactory,
     champion: Target,
     challengers: Mapping[str, Target],
@@ -104,6 +107,7 @@ async def run_comparison(
         if todo or record.status != ComparisonStatus.DONE:
             await _fill(
                 store,
+                writer,
                 record.id,
                 todo,
                 questions,
@@ -126,8 +130,39 @@ async def run_comparison(
     return summary_from_store(store, stored)
 
 
+CaseCallback = Callable[[CaseComparison], None]
+"""Called as each case's rows are saved (for progress)."""
+
+
+@dataclass
+class ComparisonJob:
+    """The comparison as a job of the one runner: each case answered, judged and saved through the writer."""
+
+    setup: ComparisonSetup
+    writer: StoreWriter
+    comparison_id: str
+    questions: Mapping[str, str]
+    on_case: CaseCallback | None = None
+    dates: dict[str, dict[str, date]] = field(default_factory=dict)
+
+    async def run_one(self, case: Case) -> CaseComparison:
+        """Compare one case and save its rows; returns once they are committed."""
+        done = await compare_case(self.setup, case, self.questions.get(case.id, case.query), self.dates)
+        await self.writer.save_comparison_rows(
+            row_records(self.comparison_id, done.rows, done.outcomes, done.generators)
+        )
+        if self.on_case is not None:
+            self.on_case(done)
+        return done
+
+    def count(self, progress: Progress, result: CaseComparison) -> None:
+        """A case with any failed side counts as an error."""
+        progress.errors += any(row.error for row in result.rows)
+
+
 async def _fill(
     store: Store,
+    writer: StoreWriter,
     comparison_id: str,
     todo: Sequence[Case],
     questions: Mapping[str, str],
@@ -135,19 +170,9 @@ async def _fill(
     setup: ComparisonSetup,
 ) -> None:
     """Compare the ``todo`` cases, saving each case's rows as it finishes, then mark the comparison done."""
-
-    async def save(
-        case: Case, rows: list[CompareRow], outcomes: dict[str, PairOutcome], generators: dict[str, str]
-    ) -> None:
-        # Synchronous on purpose: one short transaction per case, committed before the case counts as done.
-        store.save_comparison_rows(row_records(comparison_id, rows, outcomes, generators))
-        if on_case is not None:
-            maybe = on_case(case, rows, outcomes, generators)
-            if maybe is not None:
-                await maybe
-
+    job = ComparisonJob(setup, writer, comparison_id, questions, on_case, side_dates(setup))
     try:
-        await compare_cases(setup, todo, questions, save)
+        await run_job(job, JobPlan(todo=todo, progress=Progress(total=len(todo))), setup.concurrency)
     except BaseException:
         with contextlib.suppress(Exception):  # never hide why the comparison stopped
             store.set_comparison_status(comparison_id, ComparisonStatus.INTERRUPTED)

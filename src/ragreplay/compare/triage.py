@@ -3,8 +3,9 @@ pairwise judge of old vs new sorts them into likely fixed, likely worse, and cha
 
 from __future__ import annotations
 
-import asyncio
 import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -13,6 +14,7 @@ from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Case, Verdict
 from ragreplay.errors import RagreplayError
+from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.judges.position import OrderMode, PairOutcome, judge_pair
 from ragreplay.ports import PairwiseJudge
 from ragreplay.store import Store
@@ -89,6 +91,29 @@ async def _triage_one(
     )
 
 
+@dataclass
+class TriageJob:
+    """Triage as a job of the one runner: each BAD_NO_FIT case judged old vs new (nothing is stored)."""
+
+    judge: PairwiseJudge
+    cases: Mapping[str, Case]
+    order: OrderMode
+    seed: int | None
+    rows: dict[int, TriageRow] = field(default_factory=dict)
+    """The rows by position in the run's results, so the report keeps the run's order."""
+
+    async def run_one(self, item: tuple[int, ResultRecord]) -> TriageRow:
+        """Judge one case."""
+        index, result = item
+        row = await _triage_one(self.judge, self.cases[result.case_id], result, self.order, self.seed)
+        self.rows[index] = row
+        return row
+
+    def count(self, progress: Progress, result: TriageRow) -> None:
+        """Pairs the judge could not decide count as unscorable."""
+        progress.unscorable += result.winner is None
+
+
 async def triage_run(
     store: Store,
     run_ref: str,
@@ -96,6 +121,7 @@ async def triage_run(
     order: OrderMode = "both",
     seed: int | None = None,
     concurrency: int = 8,
+    progress: ProgressCallback | None = None,
 ) -> TriageReport:
     """Judge old vs new for every BAD_NO_FIT case of run ``run_ref`` (id or prefix) and group them."""
     run = store.get_run(run_ref)
@@ -103,13 +129,12 @@ async def triage_run(
         raise RagreplayError(f"no run matches {run_ref!r}. Fix: pick an id from `ragreplay runs`.")
     results = [r for r in store.load_results(run.id) if r.verdict == Verdict.BAD_NO_FIT and r.answer]
     cases = store.get_cases([r.case_id for r in results])
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(result: ResultRecord) -> TriageRow:
-        async with limit:
-            return await _triage_one(judge, cases[result.case_id], result, order, seed)
-
-    rows = await asyncio.gather(*(one(r) for r in results if r.case_id in cases))
+    todo = [r for r in results if r.case_id in cases]
+    job = TriageJob(judge, cases, order, seed)
+    await run_job(
+        job, JobPlan(todo=enumerate(todo), progress=Progress(total=len(todo))), concurrency, progress
+    )
+    rows = [job.rows[i] for i in range(len(todo))]
     groups: dict[str, list[TriageRow]] = {label: [r for r in rows if r.label == label] for label in LABELS}
     return TriageReport(
         run_id=run.id,

@@ -1,4 +1,4 @@
-"""The engine's one writer: writes from many coroutines are flushed together, one transaction per tick.
+"""The jobs' one writer: writes from many coroutines are flushed together, one transaction per tick.
 
 Each coroutine awaits the commit of its own write before it goes on, so the order "answer saved, then judged"
 still holds on disk, and a kill loses at most the calls in flight. Batching is what keeps a replay bound by the
@@ -11,7 +11,7 @@ cases asking the same question a millisecond apart make one call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
@@ -20,6 +20,8 @@ from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Rewrite
 from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, WriteBatch
+from ragreplay.store.comparisons import ComparisonRowRecord
+from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 
 class StoreWriter:
@@ -70,6 +72,16 @@ class StoreWriter:
         """Pin ``rewrite`` to a case unless one is pinned already; return the pinned one once committed."""
         self._batch.pins.append((case_id, rewrite))
         return (await self._commit())[case_id]
+
+    async def save_comparison_rows(self, rows: Sequence[ComparisonRowRecord]) -> None:
+        """Save one case's comparison rows (one per challenger); returns once they are committed."""
+        self._batch.comparison_rows.extend(rows)
+        await self._commit()
+
+    async def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord]) -> None:
+        """Save shadow judgments and mark their rows judged; returns once committed."""
+        self._batch.shadow_judgments.extend(records)
+        await self._commit()
 
     async def aclose(self) -> None:
         """Flush everything queued, then stop the background task and thread."""

@@ -6,8 +6,7 @@ without repeating a target call, and (with the model cache) without repeating a 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -15,21 +14,8 @@ from ragreplay.core.chat import ProviderError
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Case, Fit, Rewrite
 from ragreplay.core.verdicts import verdict_for
+from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, RunStore, Target
-
-
-@dataclass
-class Progress:
-    """Counts a progress display shows while a run goes on."""
-
-    total: int
-    done: int = 0
-    errors: int = 0
-    unscorable: int = 0
-    cost_usd: float = 0.0
-
-
-ProgressCallback = Callable[[Progress], None]
 
 
 @dataclass
@@ -51,54 +37,39 @@ class Replayer:
 
         Cases that errored in an earlier attempt are tried again; finished cases are never touched.
         """
+        plan = self.plan(run_id, cases)
+        state = await run_job(self, plan, self.concurrency, progress)
+        self.store.set_run_status(run_id, RunStatus.DONE, finished_at=datetime.now(UTC))
+        return state
+
+    def plan(self, run_id: str, cases: Sequence[Case]) -> JobPlan[tuple[Case, ResultRecord]]:
+        """The cases of ``run_id`` still to replay, each with where it stopped; finished ones counted."""
         existing = {r.case_id: r for r in self.store.load_results(run_id)}
         state = Progress(total=len(cases))
         todo: list[tuple[Case, ResultRecord]] = []
         for case in cases:
             result = existing.get(case.id) or ResultRecord(run_id=run_id, case_id=case.id)
             if result.status == ResultStatus.DONE:
-                self._count(state, result)
+                state.done += 1
+                self.count(state, result)
             else:
                 todo.append((case, result))
         self._pinned = self.store.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
-        if progress:
-            progress(state)
-        queue: asyncio.Queue[tuple[Case, ResultRecord]] = asyncio.Queue()
-        for item in todo:
-            queue.put_nowait(item)
+        return JobPlan(todo=todo, progress=state)
 
-        async def worker() -> None:
-            while True:
-                try:
-                    case, result = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                final = await self.replay_case(case, result)
-                self._count(state, final)
-                if progress:
-                    progress(state)
+    async def run_one(self, item: tuple[Case, ResultRecord]) -> ResultRecord:
+        """Replay one case from where it stopped (see :meth:`replay_case`)."""
+        return await self.replay_case(*item)
 
-        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(self.concurrency, len(todo))))]
-        try:
-            await asyncio.gather(*workers)
-        except BaseException:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
-        self.store.set_run_status(run_id, RunStatus.DONE, finished_at=datetime.now(UTC))
-        return state
-
-    @staticmethod
-    def _count(state: Progress, result: ResultRecord) -> None:
-        state.done += 1
+    def count(self, progress: Progress, result: ResultRecord) -> None:
+        """Count one case's errors, unscorable judgment and cost."""
         if result.status == ResultStatus.ERROR:
-            state.errors += 1
+            progress.errors += 1
         if result.judgment and result.judgment.fit == Fit.UNSCORABLE:
-            state.unscorable += 1
+            progress.unscorable += 1
         for part in (result.rewrite, result.answer, result.judgment):
             if part is not None:
-                state.cost_usd += part.cost_usd
+                progress.cost_usd += part.cost_usd
 
     async def _save(self, result: ResultRecord) -> ResultRecord:
         await self.writer.save_result(result)

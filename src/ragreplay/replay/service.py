@@ -12,11 +12,12 @@ from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.summary import RunSummary, summarize
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.jobs.runner import Progress, ProgressCallback
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, Target
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.replay.engine import Progress, ProgressCallback, Replayer
+from ragreplay.replay.engine import Replayer
 from ragreplay.replay.rewrite import LocalRewriter, Rewriter
 from ragreplay.settings import Settings
 from ragreplay.store import Store

@@ -25,6 +25,8 @@ from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.jobs.runner import JobPlan, Progress, run_job
+from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge
 from ragreplay.store import Store
@@ -33,8 +35,6 @@ from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 _AGE = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 _PREFERRED: dict[SideWinner, Preferred] = {"x": "champion", "y": "challenger", "tie": "tie"}
-BATCH = 32
-"""Rows judged concurrently and then saved in one transaction."""
 
 
 def parse_since(value: str, now: datetime | None = None) -> datetime:
@@ -123,49 +123,43 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
 
 
 @dataclass
-class JudgeCounts:
-    """What a judging pass did: rows judged, of which could not be judged because a side failed."""
+class ShadowJudgingJob:
+    """Judging shadow rows as a job of the one runner: each row judged once and saved through the writer,
+    its judged mark in the same transaction."""
 
-    judged: int = 0
-    errors: int = 0
+    judges: ShadowJudges
+    writer: StoreWriter
+    on_row: Callable[[ShadowJudgmentRecord], None] | None = None
+
+    async def run_one(self, row: ShadowRow) -> ShadowJudgmentRecord:
+        """Judge one row and save the judgment; returns once it is committed."""
+        record = await judge_row(self.judges, row, datetime.now(UTC))
+        await self.writer.save_shadow_judgments([record])
+        if self.on_row is not None:
+            self.on_row(record)
+        return record
+
+    def count(self, progress: Progress, result: ShadowJudgmentRecord) -> None:
+        """A row with a failed side counts as an error."""
+        progress.errors += result.error is not None
 
 
 async def judge_shadow(
     store: Store,
+    writer: StoreWriter,
     judges: ShadowJudges,
     since: datetime | None = None,
     limit: int | None = None,
     concurrency: int = 8,
     on_row: Callable[[ShadowJudgmentRecord], None] | None = None,
-) -> JudgeCounts:
-    """Judge the unjudged rows with ``ts >= since`` (at most ``limit``), oldest first, saving each batch (and
-    marking its rows judged) in one transaction; ``on_row`` is called as each row is saved."""
-    counts = JudgeCounts()
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(row: ShadowRow) -> ShadowJudgmentRecord:
-        async with gate:
-            return await judge_row(judges, row, datetime.now(UTC))
-
-    batch: list[ShadowRow] = []
-
-    async def flush() -> None:
-        records = await asyncio.gather(*(one(r) for r in batch))
-        store.save_shadow_judgments(records)
-        batch.clear()
-        for record in records:
-            counts.judged += 1
-            counts.errors += record.error is not None
-            if on_row is not None:
-                on_row(record)
-
-    for row in store.iter_shadow_rows(since=since, unjudged_only=True, limit=limit):
-        batch.append(row)
-        if len(batch) >= BATCH:
-            await flush()
-    if batch:
-        await flush()
-    return counts
+) -> Progress:
+    """Judge the unjudged rows with ``ts >= since`` (at most ``limit``), oldest first, read page by page;
+    ``on_row`` is called as each row's judgment is saved. ``done`` counts the rows judged, ``errors`` those
+    that could not be because a side failed."""
+    rows = store.iter_shadow_rows(since=since, unjudged_only=True, limit=limit)
+    total = store.count_unjudged_shadow_rows(since)
+    plan = JobPlan(todo=rows, progress=Progress(total=total if limit is None else min(total, limit)))
+    return await run_job(ShadowJudgingJob(judges, writer, on_row), plan, concurrency)
 
 
 def compare_row(row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None = None) -> CompareRow:

@@ -11,9 +11,11 @@ from sqlalchemy import select
 
 from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Rewrite
-from ragreplay.store.base import StoreBase, chunked
+from ragreplay.store.base import chunked
+from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsMixin
 from ragreplay.store.runs import result_row
 from ragreplay.store.schema import dumps, llm_cache, results, rewrites, to_json
+from ragreplay.store.shadow_judgments import ShadowJudgmentRecord, ShadowJudgmentsMixin
 
 
 @dataclass(frozen=True)
@@ -33,12 +35,20 @@ class WriteBatch:
     cache: list[CacheEntry] = field(default_factory=list)
     pins: list[tuple[str, Rewrite]] = field(default_factory=list)
     results: list[ResultRecord] = field(default_factory=list)
+    comparison_rows: list[ComparisonRowRecord] = field(default_factory=list)
+    shadow_judgments: list[ShadowJudgmentRecord] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.cache) + len(self.pins) + len(self.results)
+        return (
+            len(self.cache)
+            + len(self.pins)
+            + len(self.results)
+            + len(self.comparison_rows)
+            + len(self.shadow_judgments)
+        )
 
 
-class BatchMixin(StoreBase):
+class BatchMixin(ComparisonsMixin, ShadowJudgmentsMixin):
     """Applies a :class:`WriteBatch` atomically."""
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
@@ -76,4 +86,8 @@ class BatchMixin(StoreBase):
                         pinned[case_id] = Rewrite.model_validate_json(data)
             if result_rows:
                 conn.execute(self._upsert(results, ["run_id", "case_id"]), list(result_rows.values()))
+            if batch.comparison_rows:
+                self.put_comparison_rows(conn, batch.comparison_rows)
+            if batch.shadow_judgments:
+                self.put_shadow_judgments(conn, batch.shadow_judgments)
         return pinned

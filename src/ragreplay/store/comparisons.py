@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Row, func, select, update
+from sqlalchemy import Connection, Row, func, select, update
 
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
 from ragreplay.store.connect import StoreError
@@ -132,6 +132,11 @@ class ComparisonsMixin(StoreBase):
 
     def save_comparison_rows(self, rows: Sequence[ComparisonRowRecord]) -> None:
         """Insert or replace rows, keyed by (comparison, case, challenger), in one transaction."""
+        with self._write() as conn:
+            self.put_comparison_rows(conn, rows)
+
+    def put_comparison_rows(self, conn: Connection, rows: Sequence[ComparisonRowRecord]) -> None:
+        """Insert or replace rows inside the caller's transaction ``conn``."""
         now = datetime.now(UTC)
         unique = {
             (r.comparison_id, r.case_id, r.challenger): {
@@ -147,9 +152,8 @@ class ComparisonsMixin(StoreBase):
         if not values:
             return
         stmt = self._upsert(comparison_rows, ["comparison_id", "case_id", "challenger"])
-        with self._write() as conn:
-            for start in range(0, len(values), BATCH_SIZE):
-                conn.execute(stmt, values[start : start + BATCH_SIZE])
+        for start in range(0, len(values), BATCH_SIZE):
+            conn.execute(stmt, values[start : start + BATCH_SIZE])
 
     def save_comparison_row(self, row: ComparisonRowRecord) -> None:
         """Insert or replace one row."""

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Row, Select, func, select, update
+from sqlalchemy import Connection, Row, Select, func, select, update
 
 from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowAnswer, ShadowRow
@@ -46,13 +46,19 @@ class ShadowJudgmentsMixin(StoreBase):
         if not records:
             return
         with self._write() as conn:
-            conn.execute(self._upsert(shadow_judgments, ["row_id"]), [_values(r) for r in records])
-            by_time: dict[datetime, list[str]] = {}
-            for record in records:
-                by_time.setdefault(record.judged_at, []).append(record.row_id)
-            for at, ids in by_time.items():
-                for part in chunked(ids):
-                    conn.execute(update(shadow_rows).where(shadow_rows.c.id.in_(part)).values(judged_at=at))
+            self.put_shadow_judgments(conn, records)
+
+    def put_shadow_judgments(self, conn: Connection, records: Sequence[ShadowJudgmentRecord]) -> None:
+        """Upsert ``records`` and mark their rows judged inside the caller's transaction ``conn``."""
+        if not records:
+            return
+        conn.execute(self._upsert(shadow_judgments, ["row_id"]), [_values(r) for r in records])
+        by_time: dict[datetime, list[str]] = {}
+        for record in records:
+            by_time.setdefault(record.judged_at, []).append(record.row_id)
+        for at, ids in by_time.items():
+            for part in chunked(ids):
+                conn.execute(update(shadow_rows).where(shadow_rows.c.id.in_(part)).values(judged_at=at))
 
     def count_unjudged_shadow_rows(self, since: datetime | None = None) -> int:
         """How many rows with ``ts >= since`` (all when ``None``) are not judged yet."""

@@ -22,6 +22,7 @@ from ragreplay.store.sources import SourcesMixin
 
 
 class Store(
+    BatchMixin,
     SourcesMixin,
     RunsMixin,
     ComparisonsMixin,
@@ -31,7 +32,6 @@ class Store(
     ShadowPurgeMixin,
     ShadowBrowseMixin,
     CacheMixin,
-    BatchMixin,
     StoreBase,
 ):
     """Sources, cases, pinned rewrites, runs, results, comparisons, shadow rows, live feedback and the model-call cache.

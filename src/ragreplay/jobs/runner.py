@@ -1,0 +1,112 @@
+"""The one job runner: every long job (replay, compare, triage, shadow judging, and the gate) runs through it.
+
+A job is planned from the store (what is left, what earlier attempts already did), then its items run with
+bounded concurrency: a fixed pool of workers pulls items lazily, so a million-row input never becomes a million
+tasks. Each item is done and saved by the job itself (through the one :class:`~ragreplay.jobs.writer.StoreWriter`,
+off the event loop), counted, and reported to a progress callback. The first exception, Ctrl-C or cancellation
+stops every worker; the job is then told it was interrupted, so a later run of the same command resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+R = TypeVar("R")
+
+
+@dataclass
+class Progress:
+    """The counts a progress display shows while a job goes on; items done earlier count as done."""
+
+    total: int
+    done: int = 0
+    errors: int = 0
+    unscorable: int = 0
+    cost_usd: float = 0.0
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass
+class JobPlan(Generic[T]):
+    """What a job still has to do (``todo``, any iterable, read lazily) and the counts of what it did before.
+
+    ``progress.total`` counts every item of the job, done or not.
+    """
+
+    todo: Iterable[T]
+    progress: Progress
+
+
+class Job(Protocol[T_contra, R]):
+    """One long job, as the runner sees it."""
+
+    async def run_one(self, item: T_contra) -> R:
+        """Do one item and save its outcome (returns once it is saved); failures worth recording are
+        recorded and returned, never raised. What it raises stops the job."""
+        ...
+
+    def count(self, progress: Progress, result: R) -> None:
+        """Add one finished item's outcome to ``progress`` (``done`` is counted by the runner)."""
+        ...
+
+
+async def run_job(
+    job: Job[T, R],
+    plan: JobPlan[T],
+    concurrency: int,
+    progress: ProgressCallback | None = None,
+) -> Progress:
+    """Run every item of ``plan.todo`` through ``job`` with at most ``concurrency`` in flight.
+
+    Returns the final counts. The first exception (or cancellation) cancels the other workers, waits for
+    them, and propagates; what was saved before stays saved.
+    """
+    state = plan.progress
+    if progress is not None:
+        progress(state)
+    items = iter(plan.todo)
+
+    async def worker() -> None:
+        for item in items:  # one shared iterator: each item is taken by exactly one worker
+            result = await job.run_one(item)
+            state.done += 1
+            job.count(state, result)
+            if progress is not None:
+                progress(state)
+
+    await run_workers(worker, max(1, concurrency))
+    return state
+
+
+async def run_workers(worker: Callable[[], Awaitable[None]], n: int) -> None:
+    """Run ``n`` copies of the coroutine function ``worker`` until all return; the first failure cancels the
+    rest and propagates once they have stopped."""
+    tasks = [asyncio.ensure_future(worker()) for _ in range(n)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def map_bounded(items: Iterable[T], work: Callable[[T], Awaitable[R]], n: int) -> list[R]:
+    """``work(item)`` for every item with at most ``n`` in flight, results in the order of ``items``."""
+    indexed = list(enumerate(items))
+    results: dict[int, R] = {}
+    source = iter(indexed)
+
+    async def worker() -> None:
+        for index, item in source:
+            results[index] = await work(item)
+
+    await run_workers(worker, max(1, min(n, len(indexed))))
+    return [results[i] for i in range(len(indexed))]
