@@ -274,7 +274,8 @@ async def run(args: argparse.Namespace) -> tuple[Result, float]:
     settings = load_settings(args.config, os.environ, {"concurrency": args.concurrency})
     rows = load_rows(args.data or DATASETS[args.task], args.limit)
     store = Store.open(args.db) if args.db else None
-    factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
+    cache = store.cache if store is not None else None
+    factory = ModelFactory(settings.model_settings(), cache=cache, env=os.environ)
     start = time.perf_counter()
     try:
         task = calibrate_pairwise if args.task == "pairwise" else calibrate_fit

@@ -115,8 +115,8 @@ def seed(store: Store, url: str, n: int, days: int, now: datetime) -> float:
                     payload={"reason": "synthetic", "order": "both"},
                 )
             )
-        store.write_shadow_rows(rows)
-        store.save_shadow_judgments(records)
+        store.shadow_rows.write_shadow_rows(rows)
+        store.shadow_judgments.save_shadow_judgments(records)
     if url.startswith("postgresql"):
         with psycopg.connect(url, autocommit=True) as conn:
             for table in ("shadow_rows", "shadow_judgments", "shadow_feedback"):
@@ -161,9 +161,9 @@ def main() -> None:
     now = datetime.now(UTC)
     result: dict[str, Any] = {}
     with Store.open(args.db) as store:
-        if store.count_shadow_rows() == 0:
+        if store.shadow_rows.count_shadow_rows() == 0:
             result["seed_s"] = round(seed(store, args.db, args.rows, args.days, now), 1)
-        result["rows"] = store.count_shadow_rows()
+        result["rows"] = store.shadow_rows.count_shadow_rows()
         result["backend"] = "postgresql" if args.db.startswith("postgresql") else "sqlite"
     with TestClient(create_app(args.db, cache_s=0)) as client:
         result["judged_in_7d"] = client.get("/index.json?since=7d").json()["judged"]

@@ -131,8 +131,8 @@ def main() -> None:
             source = SourceRecord(
                 id="src_bench", path="synthetic", format="canonical", ingested_at=datetime.now(UTC)
             )
-            if not store.has_source(source.id):
-                store.write_source(source, synthetic_items(args.cases))  # type: ignore[arg-type]
+            if not store.cases.has_source(source.id):
+                store.cases.write_source(source, synthetic_items(args.cases))  # type: ignore[arg-type]
             before = mock_requests(base_url)
             seconds, n = asyncio.run(replay_once(store, base_url, args.concurrency, fresh=True))
             calls = mock_requests(base_url) - before

@@ -119,7 +119,7 @@ async def rewrite_all(
     """Rewrite every turn; returns (rewrites, model calls made, cost)."""
     settings = load_settings(config, os.environ, {"db": db})
     store = Store.open(settings.db)
-    factory = ModelFactory(settings.model_settings(), cache=store, env=os.environ)
+    factory = ModelFactory(settings.model_settings(), cache=store.cache, env=os.environ)
     rewriter = build_rewriter(spec, factory)
     assert rewriter is not None, "pick a rewriter: local or provider:model"
     semaphore = asyncio.Semaphore(concurrency)

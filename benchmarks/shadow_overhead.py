@@ -106,7 +106,7 @@ async def run(n: int, rate: float, timeout_s: float, db: str) -> dict[str, Any]:
     )
     await shadow.aclose(timeout_s=timeout_s + 5)
     stats = shadow.stats()
-    stored = store.count_shadow_rows()
+    stored = store.shadow_rows.count_shadow_rows()
     store.close()
     expected_rows = (stats.sampled - stats.dropped) * len(challengers)
     p50_d, p99_d = pct(direct, 0.5), pct(direct, 0.99)

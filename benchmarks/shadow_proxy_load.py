@@ -293,7 +293,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
         start("challenger", ports["challenger"], "--stack", args.stack),
     ]
     with Store.open(db) as store:  # creates the schema once, before the proxy
-        before = store.count_shadow_rows()
+        before = store.shadow_rows.count_shadow_rows()
     proxy = start(
         "proxy",
         ports["proxy"],
@@ -335,7 +335,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
                 proc.wait()
     stats = json.loads(stats_file.read_text())
     with Store.open(db) as store:
-        stored = store.count_shadow_rows() - before
+        stored = store.shadow_rows.count_shadow_rows() - before
     # one challenger: one row per shadowed request
     expected_rows = (stats["sampled"] - stats["dropped"]) - stats["rows_dropped"] - stats["rows_lost"]
     p50_d, p99_d, p50_p, p99_p = pct(direct, 0.5), pct(direct, 0.99), pct(through, 0.5), pct(through, 0.99)

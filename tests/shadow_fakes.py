@@ -21,6 +21,16 @@ class FakeSink:
         self.gate = threading.Event()
         self.gate.set()
 
+    @property
+    def shadow_rows(self) -> FakeSink:
+        """The sink plays the store's shadow_rows repository too."""
+        return self
+
+    @property
+    def shadow_feedback(self) -> FakeSink:
+        """And its shadow_feedback repository."""
+        return self
+
     def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:
         self.gate.wait(5)
         if self.failing:

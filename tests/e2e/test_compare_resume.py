@@ -129,9 +129,9 @@ def test_a_comparison_stopped_by_ctrl_c_resumes_with_only_the_remaining_cases(
     assert main([*args, "--concurrency", "1", "--format", "json"]) == 130  # typer's exit code for Ctrl-C
     assert calls.questions[:6] == [q for q in QUESTIONS[:2] for _ in range(3)]
     with Store.open(str(tmp_path / "s.db")) as store:
-        (stopped,) = store.list_comparisons()
+        (stopped,) = store.comparisons.list_comparisons()
         assert stopped.status == ComparisonStatus.INTERRUPTED
-        assert store.compared_case_counts([stopped.id]) == {stopped.id: 2}
+        assert store.comparisons.compared_case_counts([stopped.id]) == {stopped.id: 2}
     model_calls = calls.model_calls()
 
     calls.stop_at, calls.questions = None, []
@@ -143,7 +143,7 @@ def test_a_comparison_stopped_by_ctrl_c_resumes_with_only_the_remaining_cases(
     assert isinstance(rows, list) and len(rows) == 8
     assert {r["question"] for r in rows} == set(QUESTIONS)
     with Store.open(str(tmp_path / "s.db")) as store:
-        done = store.get_comparison(stopped.id)
+        done = store.comparisons.get_comparison(stopped.id)
         assert done is not None and done.status == ComparisonStatus.DONE and done.finished_at is not None
 
     # The resumed comparison reports what one uninterrupted run reports (latencies aside).

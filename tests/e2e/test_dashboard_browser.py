@@ -28,7 +28,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Stor
 
     url = f"sqlite:///{tmp_path_factory.mktemp('dash') / 'shadow.db'}"
     store = Store.open(url)
-    store.write_shadow_rows(seed_rows())
+    store.shadow_rows.write_shadow_rows(seed_rows())
     assert main(["shadow", "judge", "--db", url, "--judge", "fake:default", "--since", "30d"]) == 0
     with serve_in_thread(create_app(url, cache_s=0)) as base:
         yield base, store

@@ -40,9 +40,9 @@ def _joined(demo_run: Path) -> list[tuple[str, str, str | None, Fit | None, dict
         for row in map(json.loads, (demo_data_dir() / "ground_truth.jsonl").read_text().splitlines())
     }
     with Store.open(str(demo_run / "ragreplay.db")) as store:
-        (run,) = store.list_runs()
-        results = store.load_results(run.id)
-        cases = store.get_cases([r.case_id for r in results])
+        (run,) = store.runs.list_runs()
+        results = store.runs.load_results(run.id)
+        cases = store.cases.get_cases([r.case_id for r in results])
     rows = []
     for result in results:
         case = cases[result.case_id]

@@ -63,8 +63,8 @@ def test_malformed_log_names_file_line_field_and_writes_nothing(
     assert words.lower() in err.lower()
     assert "Fix" in err or "fix" in err
     with Store.open(store_url) as store:
-        assert store.list_sources() == []
-        assert store.count_cases() == 0
+        assert store.cases.list_sources() == []
+        assert store.cases.count_cases() == 0
 
 
 def test_ai_message_first_is_counted_as_skipped_not_lost(tmp_path: Path, store_url: str) -> None:
@@ -75,8 +75,8 @@ def test_ai_message_first_is_counted_as_skipped_not_lost(tmp_path: Path, store_u
     log = _write(tmp_path / "ai_first.jsonl", [json.dumps(first)])
     assert main(["ingest", str(log), "--db", store_url]) == 0
     with Store.open(store_url) as store:
-        assert store.count_cases() == 1
-        assert store.skip_counts() == {"ai_without_preceding_human": 1}
+        assert store.cases.count_cases() == 1
+        assert store.cases.skip_counts() == {"ai_without_preceding_human": 1}
 
 
 def test_dry_run_validates_without_writing(
@@ -86,4 +86,4 @@ def test_dry_run_validates_without_writing(
     assert main(["ingest", str(log), "--db", store_url, "--dry-run"]) == 0
     assert "nothing written" in capsys.readouterr().out
     with Store.open(store_url) as store:
-        assert store.count_cases() == 0
+        assert store.cases.count_cases() == 0

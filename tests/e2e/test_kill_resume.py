@@ -70,9 +70,9 @@ def test_sigkill_then_resume(tmp_path: Path, store_url: str) -> None:
 
     store = Store.open(store_url)
     try:
-        (run,) = store.list_runs()
+        (run,) = store.runs.list_runs()
         assert run.status == "running"  # killed: nobody marked it
-        partial = store.result_counts(run.id)
+        partial = store.runs.result_counts(run.id)
         assert 0 < partial.get("done", 0) < len(sample.expected)
     finally:
         store.close()
@@ -87,9 +87,9 @@ def test_sigkill_then_resume(tmp_path: Path, store_url: str) -> None:
 
     store = Store.open(store_url)
     try:
-        (resumed,) = store.list_runs()
+        (resumed,) = store.runs.list_runs()
         assert resumed.id == run.id and resumed.status == "done"
-        results = store.load_results(run.id)
+        results = store.runs.load_results(run.id)
     finally:
         store.close()
     assert len(results) == len({r.case_id for r in results}) == len(sample.expected)
@@ -135,16 +135,16 @@ def test_ctrl_c_marks_run_interrupted_and_keeps_finished_cases(tmp_path: Path, s
 
     store = Store.open(store_url)
     try:
-        (run,) = store.list_runs()
+        (run,) = store.runs.list_runs()
         assert run.status == "interrupted"
-        done_before = store.result_counts(run.id).get("done", 0)
+        done_before = store.runs.result_counts(run.id).get("done", 0)
         assert done_before > 0
     finally:
         store.close()
     assert _cli(run_args, env).wait(120) == 0
     store = Store.open(store_url)
     try:
-        (resumed,) = store.list_runs()
+        (resumed,) = store.runs.list_runs()
         assert resumed.id == run.id and resumed.status == "done"
     finally:
         store.close()

@@ -43,7 +43,7 @@ def test_full_replay_exact_counts(workspace: tuple[Path, str], capsys: pytest.Ca
     assert main(["runs", "--db", db]) == 0
     listing = capsys.readouterr().out
     with Store.open(db) as store:
-        (run,) = store.list_runs()
+        (run,) = store.runs.list_runs()
     run_id = run.id
     assert run_id in listing and "done" in listing
     assert main(["report", run_id, "--format", "json", "--db", db]) == 0
@@ -143,7 +143,7 @@ def test_real_models_are_blocked_in_tests(
     err = capsys.readouterr().err
     assert "blocked in tests" in err
     with Store.open(db) as store:
-        assert store.list_runs() == []  # nothing planned before the models were built
+        assert store.runs.list_runs() == []  # nothing planned before the models were built
 
 
 @pytest.mark.parametrize("kind,field", [("settings", "judge"), ("target", "target")])

@@ -26,10 +26,10 @@ def test_shadow_demo_logs_judges_and_reports_every_request(
     assert f"users answered by the champion: {N}/{N} (failed: 0)" in printed
     with Store.open(str(out / "shadow.db")) as store:
         cases = first_questions(select_cases(store), N)
-        rows = list(store.iter_shadow_rows())
-        labels = store.shadow_feedback_for(r.request_id for r in rows)
-        judged = store.load_shadow_judgments()
-        assert store.count_shadow_feedback() == (N, N)
+        rows = list(store.shadow_rows.iter_shadow_rows())
+        labels = store.shadow_feedback.shadow_feedback_for(r.request_id for r in rows)
+        judged = store.shadow_judgments.load_shadow_judgments()
+        assert store.shadow_feedback.count_shadow_feedback() == (N, N)
     assert len(rows) == N and len(judged) == N
     assert all(r.champion.latency_ms and r.candidate.latency_ms for r in rows)
     users = {c.user_id for c in cases if c.user_id}

@@ -27,19 +27,19 @@ def _lines(path: Path, objects: list[dict[str, object]]) -> Path:
 def _seed(url: str, shadowed: list[str], live: list[ShadowFeedback] | None = None) -> None:
     side = ShadowAnswer(text="x")
     with Store.open(url) as store:
-        store.write_shadow_rows(
+        store.shadow_rows.write_shadow_rows(
             [
                 ShadowRow(request_id=rid, query="q", challenger=c, champion=side, candidate=side)
                 for rid in shadowed
                 for c in ("b", "c")
             ]
         )
-        store.write_shadow_feedback(live or [])
+        store.shadow_feedback.write_shadow_feedback(live or [])
 
 
 def _stored(url: str, ids: list[str]) -> dict[str, ShadowFeedback]:
     with Store.open(url) as store:
-        return store.shadow_feedback_for(ids)
+        return store.shadow_feedback.shadow_feedback_for(ids)
 
 
 def test_import_summary_store_and_reimport(
@@ -84,8 +84,8 @@ def test_import_summary_store_and_reimport(
     assert main(args) == 0
     assert "imported 3 label(s)" in capsys.readouterr().err
     with Store.open(store_url) as store:
-        assert store.count_shadow_feedback() == (3, 2)
-        assert store.shadow_feedback_for(["r1"])["r1"].ts == T0
+        assert store.shadow_feedback.count_shadow_feedback() == (3, 2)
+        assert store.shadow_feedback.shadow_feedback_for(["r1"])["r1"].ts == T0
 
 
 def test_many_lines_in_batches(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,7 +99,7 @@ def test_many_lines_in_batches(tmp_path: Path, store_url: str, capsys: pytest.Ca
     assert "imported 2500 label(s) (1000 good, 1500 bad)" in err
     assert "0 skipped (no label); 2 on requests with a shadow row" in err
     with Store.open(store_url) as store:
-        assert store.count_shadow_feedback() == (2500, 2)
+        assert store.shadow_feedback.count_shadow_feedback() == (2500, 2)
 
 
 def test_bad_file_writes_nothing_and_names_line_field_and_fix(
@@ -124,7 +124,7 @@ def test_bad_file_writes_nothing_and_names_line_field_and_fix(
     assert f"{path}:3005: invalid JSON" in flat
     assert ":3003:" not in flat  # no label on that line: skipped, its ts is not read
     with Store.open(store_url) as store:
-        assert store.count_shadow_feedback() == (0, 0)
+        assert store.shadow_feedback.count_shadow_feedback() == (0, 0)
 
 
 @pytest.mark.parametrize(

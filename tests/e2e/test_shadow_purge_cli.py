@@ -47,8 +47,8 @@ def seed(url: str) -> None:
         )
     )
     with Store.open(url) as store:
-        store.write_shadow_rows(rows)
-        store.write_shadow_feedback(
+        store.shadow_rows.write_shadow_rows(rows)
+        store.shadow_feedback.write_shadow_feedback(
             [
                 ShadowFeedback(request_id=rid, feedback=Feedback.GOOD, ts=now - timedelta(days=100))
                 for rid in ("req-old-1", "req-recent")
@@ -59,7 +59,7 @@ def seed(url: str) -> None:
 def stored(url: str) -> tuple[int, int]:
     """(shadow rows, feedback labels) in the store."""
     with Store.open(url) as store:
-        return store.count_shadow_rows(), store.count_shadow_feedback()[0]
+        return store.shadow_rows.count_shadow_rows(), store.shadow_feedback.count_shadow_feedback()[0]
 
 
 class Terminal(io.StringIO):
@@ -98,7 +98,7 @@ def test_yes_purges_and_prints_the_counts(store_url: str, capsys: pytest.Capture
     ), err
     assert stored(store_url) == (3, 1)  # req-recent's old label stays with its rows
     with Store.open(store_url) as store:
-        assert set(store.shadow_feedback_for(["req-old-1", "req-recent"])) == {"req-recent"}
+        assert set(store.shadow_feedback.shadow_feedback_for(["req-old-1", "req-recent"])) == {"req-recent"}
 
 
 def test_iso_date_cutoff(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -192,7 +192,7 @@ def test_vacuum(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     big = ShadowAnswer(text="leave " * 2000)
     old = NOW - timedelta(days=100)
     with Store.open(store_url) as store:
-        store.write_shadow_rows(
+        store.shadow_rows.write_shadow_rows(
             [
                 ShadowRow(
                     request_id=f"big{i}", ts=old, query="q", challenger="b", champion=big, candidate=big

@@ -29,8 +29,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, int]:
     args = ["run", "--target", str(data / "challenger.yaml"), "--judge", "local", "--rewriter", "local"]
     assert main([*args, "--db", db, "--limit", "40"]) == 0
     with Store.open(db) as store:
-        (run,) = store.list_runs()
-        bad_no_fit = sum(r.verdict == Verdict.BAD_NO_FIT for r in store.load_results(run.id))
+        (run,) = store.runs.list_runs()
+        bad_no_fit = sum(r.verdict == Verdict.BAD_NO_FIT for r in store.runs.load_results(run.id))
     return db, run.id, bad_no_fit
 
 

@@ -96,11 +96,11 @@ def seed_rows() -> list[ShadowRow]:
 
 @pytest.fixture
 def seeded(store: Store, store_url: str) -> Store:
-    store.write_shadow_rows(seed_rows())
+    store.shadow_rows.write_shadow_rows(seed_rows())
     assert main(["shadow", "judge", "--db", store_url, "--judge", "fake:default", "--since", "30d"]) == 0
     labels = {"r01": Feedback.BAD, "r02": Feedback.GOOD, "r04": Feedback.GOOD, "r06": Feedback.GOOD}
     labels["script"] = Feedback.BAD
-    store.write_shadow_feedback(
+    store.shadow_feedback.write_shadow_feedback(
         [
             ShadowFeedback(
                 request_id=f"req-{rid}", feedback=label, ts=NOW, comment=f"{SCRIPT} comment on {rid}"
@@ -109,7 +109,7 @@ def seeded(store: Store, store_url: str) -> Store:
         ]
     )
     # written after judging: a row that is not judged yet
-    store.write_shadow_rows([make_row("fresh", 0.1, "b", SAME, SAME)])
+    store.shadow_rows.write_shadow_rows([make_row("fresh", 0.1, "b", SAME, SAME)])
     return store
 
 
@@ -450,11 +450,11 @@ def test_bad_parameters_get_400_with_the_fix(client: TestClient) -> None:
 
 def test_a_cursor_stays_valid_as_new_rows_arrive(seeded: Store, client: TestClient) -> None:
     first = twin(client, "/rows.json?limit=5")
-    seeded.write_shadow_rows([make_row("newest", 0.01, "b", SAME, SAME)])
-    seeded.save_shadow_judgments(
+    seeded.shadow_rows.write_shadow_rows([make_row("newest", 0.01, "b", SAME, SAME)])
+    seeded.shadow_judgments.save_shadow_judgments(
         [
             record.model_copy(update={"row_id": "newest"})
-            for row, record in seeded.browse_shadow_judgments(limit=1)
+            for row, record in seeded.shadow_browse.browse_shadow_judgments(limit=1)
         ]
     )
     query = parse_qs(urlsplit(first["links"]["next_json"]).query)
@@ -515,11 +515,11 @@ def test_the_overview_is_reused_for_cache_s_seconds(seeded: Store, store_url: st
     ):
         before = judged(cached)
         assert judged(cached, "") == before == judged(live)  # "" is the default window, 7d
-        seeded.write_shadow_rows([make_row("later", 0.02, "c", SAME, SAME)])
-        seeded.save_shadow_judgments(
+        seeded.shadow_rows.write_shadow_rows([make_row("later", 0.02, "c", SAME, SAME)])
+        seeded.shadow_judgments.save_shadow_judgments(
             [
                 record.model_copy(update={"row_id": "later", "challenger": "c"})
-                for _, record in seeded.browse_shadow_judgments(limit=1)
+                for _, record in seeded.shadow_browse.browse_shadow_judgments(limit=1)
             ]
         )
         assert judged(live) == before + 1

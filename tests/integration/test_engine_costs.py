@@ -44,7 +44,7 @@ def _follow_up() -> Case:
 
 
 def _run(store: Store, run_id: str, case: Case) -> None:
-    store.create_run(
+    store.runs.create_run(
         RunRecord(
             id=run_id,
             created_at=datetime.now(UTC),
@@ -66,7 +66,7 @@ def _run(store: Store, run_id: str, case: Case) -> None:
 async def test_pinned_rewrite_cost_is_counted_once(store: Store) -> None:
     case = _follow_up()
     conv = Conversation(id="k", messages=(*case.history, Message(role=Role.HUMAN, content=case.query)))
-    store.write_source(
+    store.cases.write_source(
         SourceRecord(id="s", path="x", format="canonical", ingested_at=datetime.now(UTC)),
         [(conv, [case], [])],
     )
@@ -83,7 +83,7 @@ async def test_pinned_rewrite_cost_is_counted_once(store: Store) -> None:
                 rewriter=rewriter,
             )
             costs.append((await replayer.run(run_id, [case])).cost_usd)
-        (result,) = store.load_results(run_id)
+        (result,) = store.runs.load_results(run_id)
         assert result.rewrite is not None and result.rewrite.query == "And for me? (standalone)"
     assert rewriter.calls == 1  # pinned: the second run replays the same question without asking again
     assert costs == [0.5, 0.0]

@@ -72,8 +72,8 @@ SPEC: list[tuple[str, float, str, dict[str, str], Fit | None, str | None, str | 
 def seeded(store: Store) -> Store:
     rows = [make_row(rid, T0 - timedelta(hours=h), ch, tags) for rid, h, ch, tags, *_ in SPEC]
     rows.append(make_row("unjudged", T0, "b"))
-    store.write_shadow_rows(rows)
-    store.save_shadow_judgments([record(rid, ch, fit, win, err) for rid, _, ch, _, fit, win, err in SPEC])
+    store.shadow_rows.write_shadow_rows(rows)
+    store.shadow_judgments.save_shadow_judgments([record(rid, ch, fit, win, err) for rid, _, ch, _, fit, win, err in SPEC])
     return store
 
 
@@ -86,7 +86,7 @@ def all_pages(store: Store, limit: int, **filters: object) -> list[list[str]]:
     pages: list[list[str]] = []
     after = None
     while True:
-        page = store.browse_shadow_judgments(after=after, limit=limit, **filters)  # type: ignore[arg-type]
+        page = store.shadow_browse.browse_shadow_judgments(after=after, limit=limit, **filters)  # type: ignore[arg-type]
         if not page:
             return pages
         pages.append([row.id for row, _ in page])
@@ -101,12 +101,12 @@ def test_pages_are_newest_first_and_cover_every_judged_row_once(seeded: Store) -
         flat = [rid for page in pages for rid in page]
         assert flat == everything  # no row twice, none missing, the unjudged row never
         assert all(len(page) <= limit for page in pages)
-    first = seeded.browse_shadow_judgments(limit=1)
+    first = seeded.shadow_browse.browse_shadow_judgments(limit=1)
     row, judgment = first[0]
     assert row.id == everything[0] and row.ts.tzinfo is not None
     assert judgment.row_id == row.id and judgment.payload["reason"] == f"because {row.id}"
     with pytest.raises(ValueError):
-        seeded.browse_shadow_judgments(limit=0)
+        seeded.shadow_browse.browse_shadow_judgments(limit=0)
 
 
 def test_filters(seeded: Store) -> None:
@@ -133,22 +133,22 @@ def test_filters(seeded: Store) -> None:
         assert ids(outcome=outcome) == newest_first(want), outcome
     assert ids(outcome="disagree", challenger="b", since=T0 - timedelta(hours=2)) == ["a2", "a4"]
     with pytest.raises(ValueError):
-        seeded.browse_shadow_judgments(outcome="sideways")
+        seeded.shadow_browse.browse_shadow_judgments(outcome="sideways")
 
 
 def test_one_row_with_its_judgment(seeded: Store) -> None:
-    found = seeded.shadow_row_with_judgment("a4")
+    found = seeded.shadow_browse.shadow_row_with_judgment("a4")
     assert found is not None
     row, judgment = found
     assert row.tags[WEIRD_KEY] == 'x"<y>' and row.candidate.chunk_ids == ["c2"]
     assert judgment is not None and (judgment.fit, judgment.winner) == (Fit.NO_FIT, "tie")
-    unjudged = seeded.shadow_row_with_judgment("unjudged")
+    unjudged = seeded.shadow_browse.shadow_row_with_judgment("unjudged")
     assert unjudged is not None and unjudged[1] is None and unjudged[0].id == "unjudged"
-    assert seeded.shadow_row_with_judgment("missing") is None
+    assert seeded.shadow_browse.shadow_row_with_judgment("missing") is None
 
 
 def test_daily_figures_count_like_the_report(seeded: Store) -> None:
-    days = seeded.shadow_daily_figures(T0 - timedelta(days=30))
+    days = seeded.shadow_browse.shadow_daily_figures(T0 - timedelta(days=30))
     d0, d1, d2 = date(2026, 10, 5), date(2026, 10, 4), date(2026, 10, 3)
     assert days == [
         DayFigures(
@@ -160,8 +160,8 @@ def test_daily_figures_count_like_the_report(seeded: Store) -> None:
         DayFigures(day=d0, challenger="b", judged=5, fit=2, no_fit=2, wins=1, ties=1, unscorable=2),
         DayFigures(day=d0, challenger="c", judged=1, no_fit=1, losses=1),  # a3
     ]
-    assert seeded.shadow_daily_figures(T0 - timedelta(hours=1)) == [
+    assert seeded.shadow_browse.shadow_daily_figures(T0 - timedelta(hours=1)) == [
         DayFigures(day=d0, challenger="b", judged=5, fit=2, no_fit=2, wins=1, ties=1, unscorable=2),
         DayFigures(day=d0, challenger="c", judged=1, no_fit=1, losses=1),
     ]
-    assert seeded.shadow_daily_figures(T0 + timedelta(hours=1)) == []
+    assert seeded.shadow_browse.shadow_daily_figures(T0 + timedelta(hours=1)) == []

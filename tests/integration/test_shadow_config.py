@@ -163,10 +163,10 @@ def test_a_proxy_built_from_a_file_shadows_and_reads_feedback(
     next(server, None)
     for gen in (champion, challenger):
         next(gen, None)
-    (row,) = store.iter_shadow_rows()
+    (row,) = store.shadow_rows.iter_shadow_rows()
     assert row.request_id == answer["id"] and row.candidate.text == "cand says hi"
     assert row.champion.chunk_ids == ["champ#1"]
-    assert store.shadow_feedback_for([answer["id"]])[answer["id"]].feedback == Feedback.BAD
+    assert store.shadow_feedback.shadow_feedback_for([answer["id"]])[answer["id"]].feedback == Feedback.BAD
 
 
 def test_a_long_path_in_an_error_is_printed_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,12 +19,12 @@ def fb(request_id: str, label: Feedback, minutes: int = 0, comment: str | None =
 
 
 def test_latest_label_per_request_wins_whatever_the_write_order(store: Store) -> None:
-    store.write_shadow_feedback([fb("r1", Feedback.GOOD, 0), fb("r2", Feedback.BAD, 0)])
-    store.write_shadow_feedback([fb("r1", Feedback.BAD, 5, comment="wrong year")])  # the user changed it
-    store.write_shadow_feedback([fb("r1", Feedback.GOOD, 1)])  # late delivery of an older label: ignored
-    store.write_shadow_feedback([fb("r3", Feedback.GOOD, 2), fb("r3", Feedback.BAD, 3)])  # same batch
-    store.write_shadow_feedback([])
-    got = store.shadow_feedback_for(["r1", "r2", "r3", "missing", "r1"])
+    store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.GOOD, 0), fb("r2", Feedback.BAD, 0)])
+    store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.BAD, 5, comment="wrong year")])  # the user changed it
+    store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.GOOD, 1)])  # late delivery of an older label: ignored
+    store.shadow_feedback.write_shadow_feedback([fb("r3", Feedback.GOOD, 2), fb("r3", Feedback.BAD, 3)])  # same batch
+    store.shadow_feedback.write_shadow_feedback([])
+    got = store.shadow_feedback.shadow_feedback_for(["r1", "r2", "r3", "missing", "r1"])
     assert {k: v.feedback for k, v in got.items()} == {
         "r1": Feedback.BAD,
         "r2": Feedback.BAD,
@@ -37,12 +37,12 @@ def test_latest_label_per_request_wins_whatever_the_write_order(store: Store) ->
 
 def test_replaying_a_batch_changes_nothing(store: Store) -> None:
     batch = [fb(f"r{i}", Feedback.GOOD if i % 3 else Feedback.BAD, i) for i in range(1200)]
-    store.write_shadow_feedback(batch)
-    store.write_shadow_feedback(batch)
-    got = store.shadow_feedback_for(f"r{i}" for i in range(1200))
+    store.shadow_feedback.write_shadow_feedback(batch)
+    store.shadow_feedback.write_shadow_feedback(batch)
+    got = store.shadow_feedback.shadow_feedback_for(f"r{i}" for i in range(1200))
     assert len(got) == 1200
     assert sum(v.feedback == Feedback.BAD for v in got.values()) == 400
-    assert store.count_shadow_feedback() == (1200, 0)
+    assert store.shadow_feedback.count_shadow_feedback() == (1200, 0)
 
 
 def test_counts_tell_labels_on_shadowed_requests_apart(store: Store) -> None:
@@ -52,8 +52,8 @@ def test_counts_tell_labels_on_shadowed_requests_apart(store: Store) -> None:
         for rid in ("r1", "r2")
         for c in ("a", "b")
     ]
-    store.write_shadow_rows(rows)
-    store.write_shadow_feedback([fb("r1", Feedback.GOOD), fb("r9", Feedback.BAD, 10)])
-    assert store.count_shadow_feedback() == (2, 1)
-    assert store.shadowed_request_ids(["r1", "r9", "r2", "r1"]) == {"r1", "r2"}
-    assert store.count_shadow_feedback(since=T0 + timedelta(minutes=5)) == (1, 0)
+    store.shadow_rows.write_shadow_rows(rows)
+    store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.GOOD), fb("r9", Feedback.BAD, 10)])
+    assert store.shadow_feedback.count_shadow_feedback() == (2, 1)
+    assert store.shadow_rows.shadowed_request_ids(["r1", "r9", "r2", "r1"]) == {"r1", "r2"}
+    assert store.shadow_feedback.count_shadow_feedback(since=T0 + timedelta(minutes=5)) == (1, 0)

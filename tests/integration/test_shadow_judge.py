@@ -68,12 +68,12 @@ def report_json(url: str, capsys: pytest.CaptureFixture[str], since: str = "7d")
 def test_judge_is_incremental_and_stores_each_outcome(
     store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store.write_shadow_rows(first_rows())
+    store.shadow_rows.write_shadow_rows(first_rows())
     assert judge(store_url, "--since", "7d") == 0
     assert "judged 5 shadow row(s)" in capsys.readouterr().err
-    judged = {rec.row_id: rec for _, rec in store.load_shadow_judgments()}
+    judged = {rec.row_id: rec for _, rec in store.shadow_judgments.load_shadow_judgments()}
     assert set(judged) == {"r1", "r2", "r3", "r4", "r5"}
-    assert store.count_unjudged_shadow_rows() == 1  # the old row
+    assert store.shadow_judgments.count_unjudged_shadow_rows() == 1  # the old row
     assert (judged["r1"].fit, judged["r1"].winner, judged["r1"].consistent) == (Fit.FIT, "tie", True)
     assert (judged["r2"].fit, judged["r2"].winner) == (Fit.NO_FIT, "y")
     assert (judged["r3"].fit, judged["r3"].winner) == (Fit.NO_FIT, "x")
@@ -84,27 +84,27 @@ def test_judge_is_incremental_and_stores_each_outcome(
 
     assert judge(store_url, "--since", "7d") == 0  # nothing new: nothing judged again
     assert "judged 0 shadow row(s)" in capsys.readouterr().err
-    again = {rec.row_id: rec for _, rec in store.load_shadow_judgments()}
+    again = {rec.row_id: rec for _, rec in store.shadow_judgments.load_shadow_judgments()}
     assert again == judged
 
-    store.write_shadow_rows(
+    store.shadow_rows.write_shadow_rows(
         [row("r6", "x y z", "employees get leave days"), row("r7", "a", "b", challenger="c")]
     )
     assert judge(store_url, "--since", "7d") == 0
     assert "judged 2 shadow row(s)" in capsys.readouterr().err
-    third = {rec.row_id: rec for _, rec in store.load_shadow_judgments()}
+    third = {rec.row_id: rec for _, rec in store.shadow_judgments.load_shadow_judgments()}
     assert set(third) - set(judged) == {"r6", "r7"}
     assert all(third[k] == judged[k] for k in judged)  # earlier judgments untouched
 
     assert judge(store_url, "--since", "30d", "--limit", "5") == 0
     assert "judged 1 shadow row(s)" in capsys.readouterr().err
-    assert store.count_unjudged_shadow_rows() == 0
+    assert store.shadow_judgments.count_unjudged_shadow_rows() == 0
 
 
 def test_report_grid_matches_the_judgments_in_every_format(
     store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store.write_shadow_rows(first_rows())
+    store.shadow_rows.write_shadow_rows(first_rows())
     assert judge(store_url, "--since", "30d") == 0
     data = report_json(store_url, capsys)
     (b,) = data["challengers"]
@@ -140,11 +140,11 @@ def test_report_grid_matches_the_judgments_in_every_format(
 def test_report_adds_the_verdict_matrix_where_users_rated_the_champion(
     store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store.write_shadow_rows(first_rows())
+    store.shadow_rows.write_shadow_rows(first_rows())
     assert judge(store_url, "--since", "30d") == 0
     labels = {"r1": Feedback.GOOD, "r2": Feedback.BAD, "r3": Feedback.GOOD, "r4": Feedback.BAD}
     labels |= {"r5": Feedback.BAD, "nowhere": Feedback.BAD}  # a label without a shadow row is left out
-    store.write_shadow_feedback(
+    store.shadow_feedback.write_shadow_feedback(
         [ShadowFeedback(request_id=f"req-{k}", feedback=v, ts=NOW) for k, v in labels.items()]
     )
     fb = report_json(store_url, capsys)["challengers"][0]["feedback"]
@@ -167,10 +167,10 @@ def test_report_adds_the_verdict_matrix_where_users_rated_the_champion(
 def test_local_judge_and_random_order(
     store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store.write_shadow_rows(first_rows())
+    store.shadow_rows.write_shadow_rows(first_rows())
     args = ["shadow", "judge", "--db", store_url, "--judge", "local", "--order", "random", "--seed", "3"]
     assert main(args) == 0
-    records = [rec for _, rec in store.load_shadow_judgments()]
+    records = [rec for _, rec in store.shadow_judgments.load_shadow_judgments()]
     assert len(records) == 5
     assert all(r.consistent is None for r in records if r.error is None)
     assert {r.judge for r in records} != {""}

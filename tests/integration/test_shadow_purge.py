@@ -14,7 +14,7 @@ from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.store import Store
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
-from ragreplay.store.shadow_purge import PurgeCounts, ShadowPurgeMixin
+from ragreplay.store.shadow_purge import PurgeCounts, ShadowPurgeRepository
 
 CUTOFF = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 US = timedelta(microseconds=1)
@@ -48,7 +48,7 @@ def label(request_id: str, ts: datetime) -> ShadowFeedback:
 
 def seed(store: Store) -> None:
     """Rows just before, at and after the cutoff; a request with rows on both sides; four kinds of labels."""
-    store.write_shadow_rows(
+    store.shadow_rows.write_shadow_rows(
         [
             row("old1", "req-old", CUTOFF - timedelta(days=10)),
             row("old2", "req-old", CUTOFF - timedelta(days=10), challenger="c"),
@@ -59,8 +59,8 @@ def seed(store: Store) -> None:
             row("new", "req-new", CUTOFF + timedelta(days=1)),
         ]
     )
-    store.save_shadow_judgments([judgment(r) for r in ("old1", "old2", "edge", "at", "split-old", "new")])
-    store.write_shadow_feedback(
+    store.shadow_judgments.save_shadow_judgments([judgment(r) for r in ("old1", "old2", "edge", "at", "split-old", "new")])
+    store.shadow_feedback.write_shadow_feedback(
         [
             label("req-old", CUTOFF - timedelta(days=9)),  # old, its rows all go: goes
             label("req-split", CUTOFF - timedelta(days=1)),  # old, but its request keeps a row: stays
@@ -74,40 +74,40 @@ def seed(store: Store) -> None:
 
 def snapshot(store: Store) -> tuple[list[str], list[str], list[str]]:
     """Every stored row id, judged row id and labelled request id, sorted."""
-    rows = sorted(r.id for r in store.iter_shadow_rows())
-    judged = sorted(r.id for r, _ in store.load_shadow_judgments())
+    rows = sorted(r.id for r in store.shadow_rows.iter_shadow_rows())
+    judged = sorted(r.id for r, _ in store.shadow_judgments.load_shadow_judgments())
     requests = ["req-old", "req-split", "req-edge", "req-never", "req-never-new", "req-at", "req-new"]
-    labelled = sorted(store.shadow_feedback_for(requests))
+    labelled = sorted(store.shadow_feedback.shadow_feedback_for(requests))
     return rows, judged, labelled
 
 
 def test_purge_deletes_old_rows_their_judgments_and_unmatched_old_feedback(store: Store) -> None:
     seed(store)
     expected = PurgeCounts(rows=4, judgments=4, feedback=2)
-    assert store.count_shadow_purge(CUTOFF) == expected
+    assert store.shadow_purge.count_shadow_purge(CUTOFF) == expected
     assert snapshot(store)[0] == ["at", "edge", "new", "old1", "old2", "split-new", "split-old"]  # dry count
 
-    assert store.purge_shadow_before(CUTOFF) == expected
+    assert store.shadow_purge.purge_shadow_before(CUTOFF) == expected
     rows, judged, labelled = snapshot(store)
     assert rows == ["at", "new", "split-new"]
     assert judged == ["at", "new"]
     assert labelled == ["req-at", "req-edge", "req-never-new", "req-split"]
-    assert store.count_shadow_feedback() == (4, 2)  # req-at's and req-split's labels match their kept rows
+    assert store.shadow_feedback.count_shadow_feedback() == (4, 2)  # req-at's and req-split's labels match their kept rows
 
-    assert store.count_shadow_purge(CUTOFF) == PurgeCounts()
-    assert store.purge_shadow_before(CUTOFF) == PurgeCounts()  # a second purge finds nothing
+    assert store.shadow_purge.count_shadow_purge(CUTOFF) == PurgeCounts()
+    assert store.shadow_purge.purge_shadow_before(CUTOFF) == PurgeCounts()  # a second purge finds nothing
 
 
 def test_cutoff_in_another_time_zone_is_the_same_instant(store: Store) -> None:
     seed(store)
     same_instant = CUTOFF.astimezone(timezone(timedelta(hours=2)))
-    assert store.count_shadow_purge(same_instant) == PurgeCounts(rows=4, judgments=4, feedback=2)
-    assert store.purge_shadow_before(same_instant + US).rows == 5  # one microsecond later "at" goes too
+    assert store.shadow_purge.count_shadow_purge(same_instant) == PurgeCounts(rows=4, judgments=4, feedback=2)
+    assert store.shadow_purge.purge_shadow_before(same_instant + US).rows == 5  # one microsecond later "at" goes too
 
 
 def test_empty_store_purges_nothing(store: Store) -> None:
-    assert store.count_shadow_purge(CUTOFF) == PurgeCounts()
-    assert store.purge_shadow_before(CUTOFF) == PurgeCounts()
+    assert store.shadow_purge.count_shadow_purge(CUTOFF) == PurgeCounts()
+    assert store.shadow_purge.purge_shadow_before(CUTOFF) == PurgeCounts()
 
 
 def test_a_failure_after_every_delete_ran_leaves_everything(
@@ -115,18 +115,18 @@ def test_a_failure_after_every_delete_ran_leaves_everything(
 ) -> None:
     seed(store)
     before = snapshot(store)
-    real = ShadowPurgeMixin._purge_shadow_feedback
+    real = ShadowPurgeRepository._purge_shadow_feedback
 
-    def fail_after_deleting(self: ShadowPurgeMixin, conn: Connection, cutoff: datetime) -> int:
+    def fail_after_deleting(self: ShadowPurgeRepository, conn: Connection, cutoff: datetime) -> int:
         deleted = real(self, conn, cutoff)
         assert deleted == 2  # the rows, judgments and labels are deleted inside the transaction by now
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(ShadowPurgeMixin, "_purge_shadow_feedback", fail_after_deleting)
+    monkeypatch.setattr(ShadowPurgeRepository, "_purge_shadow_feedback", fail_after_deleting)
     with pytest.raises(RuntimeError, match="disk full"):
-        store.purge_shadow_before(CUTOFF)
+        store.shadow_purge.purge_shadow_before(CUTOFF)
     assert snapshot(store) == before
-    assert store.count_shadow_purge(CUTOFF) == PurgeCounts(rows=4, judgments=4, feedback=2)
+    assert store.shadow_purge.count_shadow_purge(CUTOFF) == PurgeCounts(rows=4, judgments=4, feedback=2)
 
 
 def test_a_failure_between_tables_leaves_everything(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,33 +136,33 @@ def test_a_failure_between_tables_leaves_everything(store: Store, monkeypatch: p
     def fail(*_: Any) -> int:
         raise RuntimeError("connection lost")
 
-    monkeypatch.setattr(ShadowPurgeMixin, "_purge_shadow_rows", fail)  # judgments already deleted
+    monkeypatch.setattr(ShadowPurgeRepository, "_purge_shadow_rows", fail)  # judgments already deleted
     with pytest.raises(RuntimeError, match="connection lost"):
-        store.purge_shadow_before(CUTOFF)
+        store.shadow_purge.purge_shadow_before(CUTOFF)
     assert snapshot(store) == before
 
 
 def test_many_rows_beyond_every_batch_and_variable_limit(store: Store) -> None:
     n = 3000
     start = CUTOFF - timedelta(days=1)
-    store.write_shadow_rows(
+    store.shadow_rows.write_shadow_rows(
         [row(f"r{i:05d}", f"req{i}", start + timedelta(seconds=i * 60)) for i in range(n)]
     )
     old = [f"r{i:05d}" for i in range(n) if start + timedelta(seconds=i * 60) < CUTOFF]
     assert len(old) == 1440
-    store.save_shadow_judgments([judgment(f"r{i:05d}") for i in range(n)])
-    store.write_shadow_feedback([label(f"req{i}", start) for i in range(n)])
+    store.shadow_judgments.save_shadow_judgments([judgment(f"r{i:05d}") for i in range(n)])
+    store.shadow_feedback.write_shadow_feedback([label(f"req{i}", start) for i in range(n)])
     expected = PurgeCounts(rows=len(old), judgments=len(old), feedback=len(old))
-    assert store.count_shadow_purge(CUTOFF) == expected
-    assert store.purge_shadow_before(CUTOFF) == expected
-    assert store.count_shadow_rows() == n - len(old)
-    assert store.count_shadow_feedback() == (n - len(old), n - len(old))
-    assert len(store.load_shadow_judgments()) == n - len(old)
+    assert store.shadow_purge.count_shadow_purge(CUTOFF) == expected
+    assert store.shadow_purge.purge_shadow_before(CUTOFF) == expected
+    assert store.shadow_rows.count_shadow_rows() == n - len(old)
+    assert store.shadow_feedback.count_shadow_feedback() == (n - len(old), n - len(old))
+    assert len(store.shadow_judgments.load_shadow_judgments()) == n - len(old)
 
 
 def test_reclaim_space_shrinks_sqlite_and_is_left_to_autovacuum_on_postgresql(store: Store) -> None:
     big = ShadowAnswer(text="leave " * 2000)
-    store.write_shadow_rows(
+    store.shadow_rows.write_shadow_rows(
         [
             ShadowRow(
                 ts=CUTOFF - timedelta(days=1),
@@ -175,12 +175,12 @@ def test_reclaim_space_shrinks_sqlite_and_is_left_to_autovacuum_on_postgresql(st
             for i in range(300)
         ]
     )
-    assert store.purge_shadow_before(CUTOFF).rows == 300
-    space = store.reclaim_space()
+    assert store.shadow_purge.purge_shadow_before(CUTOFF).rows == 300
+    space = store.shadow_purge.reclaim_space()
     if store.url.startswith("postgresql"):
         assert space is None
         return
     assert space is not None
     assert space.before > 5_000_000  # 300 rows x 2 x 12 kB of text, freed but still in the file
     assert space.after < space.before / 10
-    assert store.count_shadow_rows() == 0  # the store is still usable
+    assert store.shadow_rows.count_shadow_rows() == 0  # the store is still usable

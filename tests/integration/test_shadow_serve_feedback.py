@@ -119,9 +119,9 @@ def test_feedback_reaches_the_store_by_request_id_and_other_paths_are_not_shadow
     assert (sampled["seen"], sampled["sampled"], sampled["effective_rate"]) == (6, 6, 1.0)
     assert (mirror["recorded"], mirror["other_paths"]) == (6, 1)
     assert (mirror["feedback_recorded"], mirror["feedback_unreadable"]) == (2, 1)
-    rows = {row.request_id: row for row in store.iter_shadow_rows()}
+    rows = {row.request_id: row for row in store.shadow_rows.iter_shadow_rows()}
     assert set(rows) == {"client-0", "ans-q1", "client-2", "ans-q3", "client-4", "ans-q5"}
-    labels = store.shadow_feedback_for(rows)
+    labels = store.shadow_feedback.shadow_feedback_for(rows)
     assert {k: (v.feedback, v.source) for k, v in labels.items()} == {
         "client-0": (Feedback.BAD, "tap"),
         "ans-q1": (Feedback.GOOD, "tap"),
@@ -183,7 +183,7 @@ def test_streamed_answers_reach_the_user_in_pieces_and_the_log_whole(store: Stor
     for gen in (champion, challenger):
         next(gen, None)
     assert body.count(b"data: ") == 5 and b"[DONE]" in body  # the champion's stream, unchanged
-    (row,) = store.iter_shadow_rows()
+    (row,) = store.shadow_rows.iter_shadow_rows()
     assert row.request_id == "champ-q1"
     assert row.champion.text == "Werknemers krijgen 25 dagen." and row.champion.chunk_ids == ["hr#1"]
     assert row.champion.latency_ms is not None and row.champion.latency_ms >= 15  # three pieces, 5 ms apart
@@ -217,5 +217,5 @@ def test_a_challengers_cookie_never_rides_on_the_next_users_request(
         assert httpx.post(url + "/ask", json={"question": question}, trust_env=False).status_code == 200
     next(server, None)
     next(challenger, None)
-    answers = sorted(row.candidate.text for row in store.iter_shadow_rows())
+    answers = sorted(row.candidate.text for row in store.shadow_rows.iter_shadow_rows())
     assert answers == ["alice cookie=<none>", "bob cookie=<none>"]

@@ -31,11 +31,11 @@ def row(i: int, at: datetime = T0, challenger: str = "b") -> ShadowRow:
 
 def test_write_is_idempotent_on_id_and_rows_read_back_equal(store: Store) -> None:
     rows = [row(i, T0 + timedelta(seconds=i)) for i in range(5)]
-    store.write_shadow_rows(rows)
-    store.write_shadow_rows([*rows[2:], row(5, T0 + timedelta(seconds=5))])  # a retried batch plus one new
-    store.write_shadow_rows([])
-    assert store.count_shadow_rows() == 6
-    back = list(store.iter_shadow_rows())
+    store.shadow_rows.write_shadow_rows(rows)
+    store.shadow_rows.write_shadow_rows([*rows[2:], row(5, T0 + timedelta(seconds=5))])  # a retried batch plus one new
+    store.shadow_rows.write_shadow_rows([])
+    assert store.shadow_rows.count_shadow_rows() == 6
+    back = list(store.shadow_rows.iter_shadow_rows())
     assert back[:5] == rows
     assert back[0].ts.tzinfo is not None
     failed = ShadowRow(
@@ -45,41 +45,41 @@ def test_write_is_idempotent_on_id_and_rows_read_back_equal(store: Store) -> Non
         champion=ShadowAnswer(text="x"),
         candidate=ShadowAnswer.failed("timeout after 30 s", latency_ms=30000.0),
     )
-    store.write_shadow_rows([failed])
-    assert [r for r in store.iter_shadow_rows() if r.id == failed.id] == [failed]
+    store.shadow_rows.write_shadow_rows([failed])
+    assert [r for r in store.shadow_rows.iter_shadow_rows() if r.id == failed.id] == [failed]
 
 
 def test_iter_orders_by_ts_then_id_pages_and_filters(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("ragreplay.store.shadow.BATCH_SIZE", 3)  # several pages, with ts ties across pages
     same = T0 + timedelta(minutes=1)
     rows = [row(i, same if i in (3, 4, 5, 6) else T0 + timedelta(minutes=i)) for i in range(10)]
-    store.write_shadow_rows(list(reversed(rows)))
+    store.shadow_rows.write_shadow_rows(list(reversed(rows)))
     ordered = [r.id for r in sorted(rows, key=lambda r: (r.ts, r.id))]
-    assert [r.id for r in store.iter_shadow_rows()] == ordered
+    assert [r.id for r in store.shadow_rows.iter_shadow_rows()] == ordered
     since = T0 + timedelta(minutes=5)
-    assert [r.id for r in store.iter_shadow_rows(since=since)] == [
+    assert [r.id for r in store.shadow_rows.iter_shadow_rows(since=since)] == [
         r.id for r in sorted(rows, key=lambda r: (r.ts, r.id)) if r.ts >= since
     ]
-    assert [r.id for r in store.iter_shadow_rows(limit=4)] == ordered[:4]
-    assert [r.id for r in store.iter_shadow_rows(limit=7)] == ordered[:7]
-    assert list(store.iter_shadow_rows(limit=0)) == []
+    assert [r.id for r in store.shadow_rows.iter_shadow_rows(limit=4)] == ordered[:4]
+    assert [r.id for r in store.shadow_rows.iter_shadow_rows(limit=7)] == ordered[:7]
+    assert list(store.shadow_rows.iter_shadow_rows(limit=0)) == []
 
 
 def test_mark_judged_and_iterate_unjudged_only(store: Store) -> None:
     rows = [row(i, T0 + timedelta(seconds=i)) for i in range(6)]
-    store.write_shadow_rows(rows)
-    assert store.mark_shadow_judged([rows[0].id, rows[3].id, "nope"], T0 + timedelta(days=1)) == 2
-    assert store.count_shadow_rows(unjudged_only=True) == 4
-    assert [r.id for r in store.iter_shadow_rows(unjudged_only=True)] == [rows[i].id for i in (1, 2, 4, 5)]
-    assert store.count_shadow_rows() == 6
-    assert store.mark_shadow_judged([], T0) == 0
-    store.write_shadow_rows([rows[0]])  # a retried write does not clear the judged mark
-    assert store.count_shadow_rows(unjudged_only=True) == 4
+    store.shadow_rows.write_shadow_rows(rows)
+    assert store.shadow_rows.mark_shadow_judged([rows[0].id, rows[3].id, "nope"], T0 + timedelta(days=1)) == 2
+    assert store.shadow_rows.count_shadow_rows(unjudged_only=True) == 4
+    assert [r.id for r in store.shadow_rows.iter_shadow_rows(unjudged_only=True)] == [rows[i].id for i in (1, 2, 4, 5)]
+    assert store.shadow_rows.count_shadow_rows() == 6
+    assert store.shadow_rows.mark_shadow_judged([], T0) == 0
+    store.shadow_rows.write_shadow_rows([rows[0]])  # a retried write does not clear the judged mark
+    assert store.shadow_rows.count_shadow_rows(unjudged_only=True) == 4
 
 
 def test_many_rows_in_one_batch(store: Store) -> None:
     rows = [row(i, T0 + timedelta(milliseconds=i), challenger="a" if i % 2 else "b") for i in range(1500)]
-    store.write_shadow_rows(rows)
-    assert store.count_shadow_rows() == 1500
-    assert store.mark_shadow_judged([r.id for r in rows[:1200]], T0) == 1200
-    assert sum(1 for _ in store.iter_shadow_rows(unjudged_only=True)) == 300
+    store.shadow_rows.write_shadow_rows(rows)
+    assert store.shadow_rows.count_shadow_rows() == 1500
+    assert store.shadow_rows.mark_shadow_judged([r.id for r in rows[:1200]], T0) == 1200
+    assert sum(1 for _ in store.shadow_rows.iter_shadow_rows(unjudged_only=True)) == 300

@@ -76,15 +76,15 @@ def make_row(i: int, challenger: str, hours: float) -> ShadowRow:
 def judged(store: Store, store_url: str) -> Store:
     """60 requests shadowed to two challengers, judged in both orders and (the newer ones) in random order,
     some rows outside the window, feedback on some requests."""
-    store.write_shadow_rows([make_row(i, c, 2.5 * i) for i in range(40) for c in ("b", "c")])
-    store.write_shadow_rows([make_row(i, "b", 24 * 9 + i) for i in range(40, 44)])  # outside the window
+    store.shadow_rows.write_shadow_rows([make_row(i, c, 2.5 * i) for i in range(40) for c in ("b", "c")])
+    store.shadow_rows.write_shadow_rows([make_row(i, "b", 24 * 9 + i) for i in range(40, 44)])  # outside the window
     judge = ["shadow", "judge", "--db", store_url, "--judge", "fake:default", "--since", "30d"]
     assert main(judge) == 0
-    store.write_shadow_rows([make_row(i, c, 0.1 * (i - 43)) for i in range(44, 60) for c in ("b", "c")])
+    store.shadow_rows.write_shadow_rows([make_row(i, c, 0.1 * (i - 43)) for i in range(44, 60) for c in ("b", "c")])
     assert main([*judge, "--order", "random", "--seed", "7"]) == 0
     labels = {f"req-{i}": Feedback.GOOD if i % 3 else Feedback.BAD for i in range(0, 60, 4)}
     labels["req-41"] = Feedback.BAD  # a request outside the window
-    store.write_shadow_feedback(
+    store.shadow_feedback.write_shadow_feedback(
         [ShadowFeedback(request_id=rid, feedback=label, ts=NOW) for rid, label in labels.items()]
     )
     return store
@@ -93,8 +93,8 @@ def judged(store: Store, store_url: str) -> Store:
 def reference_load(store: Store, since: datetime) -> list[tuple[ShadowRow, ShadowJudgmentRecord]]:
     """The judged rows of the window through the store's validating row readers, one row at a time."""
     out = []
-    for row in store.iter_shadow_rows(since=since):
-        found = store.shadow_row_with_judgment(row.id)
+    for row in store.shadow_rows.iter_shadow_rows(since=since):
+        found = store.shadow_browse.shadow_row_with_judgment(row.id)
         assert found is not None
         if found[1] is not None:
             out.append((found[0], found[1]))
@@ -157,9 +157,9 @@ def reference_summary(
 def test_the_store_reads_the_same_rows_and_judgments_as_the_validating_readers(judged: Store) -> None:
     expected = reference_load(judged, START)
     assert len(expected) == 2 * 40 + 2 * 16
-    assert judged.load_shadow_judgments(START) == expected
-    assert list(judged.iter_shadow_judgments(START)) == expected
-    assert len(judged.load_shadow_judgments()) == len(expected) + 4
+    assert judged.shadow_judgments.load_shadow_judgments(START) == expected
+    assert list(judged.shadow_judgments.iter_shadow_judgments(START)) == expected
+    assert len(judged.shadow_judgments.load_shadow_judgments()) == len(expected) + 4
     first_row, first_record = expected[0]
     assert first_row.ts.tzinfo is not None and first_record.judged_at.tzinfo is not None
 
@@ -168,7 +168,7 @@ def test_the_summary_and_the_json_report_are_what_they_were(
     judged: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = reference_load(judged, START)
-    feedback = {k: v.feedback for k, v in judged.shadow_feedback_for(r.request_id for r, _ in rows).items()}
+    feedback = {k: v.feedback for k, v in judged.shadow_feedback.shadow_feedback_for(r.request_id for r, _ in rows).items()}
     label = f"shadow rows since {START:%Y-%m-%d %H:%M} UTC"
     expected = reference_summary(rows, label, feedback)
     summary = stored_shadow_summary(judged, START)

@@ -112,7 +112,7 @@ def test_two_workers_answer_and_both_flush_their_rows(urls: dict[str, str], stor
         proc.send_signal(signal.SIGTERM)  # each worker closes its shadow and flushes its log
         proc.wait(timeout=30)
     with Store.open(store_url) as store:
-        rows = list(store.iter_shadow_rows())
+        rows = list(store.shadow_rows.iter_shadow_rows())
     # the readiness probe's question counts too; every row is there once
     asked = {r.query for r in rows}
     assert {f"q{i}" for i in range(N)} <= asked and len(rows) == len({r.id for r in rows}) == len(asked)

@@ -25,7 +25,7 @@ from ragreplay.core.types import (
     Verdict,
 )
 from ragreplay.store import Store, StoreError
-from ragreplay.store import sources as sources_module
+from ragreplay.store import cases as cases_module
 from ragreplay.store.connect import parse_store_url
 from ragreplay.store.migrations import MIGRATIONS, Migration, check_order, latest_version, migrate
 from ragreplay.store.schema import metadata
@@ -172,17 +172,17 @@ def test_store_newer_than_the_code_is_refused(store_url: str) -> None:
 
 
 def test_write_source_counts_and_reads_back(store: Store) -> None:
-    stored = store.write_source(source(), [conversation("c1", 2), conversation("c2", 1)])
+    stored = store.cases.write_source(source(), [conversation("c1", 2), conversation("c2", 1)])
     assert (stored.n_conversations, stored.n_cases, stored.n_skipped) == (2, 3, 2)
     assert stored.ingested_at == T0 and stored.ingested_at.tzinfo is not None
-    assert store.has_source("src_aaaa") and not store.has_source("src_a")
-    assert store.list_sources() == [stored]
-    assert store.get_source("src_a") == stored
-    assert store.count_cases() == 3
-    assert store.skip_counts() == {SkipReason.NO_FEEDBACK: 2}
+    assert store.cases.has_source("src_aaaa") and not store.cases.has_source("src_a")
+    assert store.cases.list_sources() == [stored]
+    assert store.cases.get_source("src_a") == stored
+    assert store.cases.count_cases() == 3
+    assert store.cases.skip_counts() == {SkipReason.NO_FEEDBACK: 2}
     conv, cases, _ = conversation("c1", 2)
-    assert store.get_conversation("c1") == conv
-    assert store.get_cases(["case_c1_1", "nope", "case_c1_0"]) == {c.id: c for c in cases}
+    assert store.cases.get_conversation("c1") == conv
+    assert store.cases.get_cases(["case_c1_1", "nope", "case_c1_0"]) == {c.id: c for c in cases}
 
 
 def test_write_source_is_atomic_when_the_items_raise_midway(store: Store) -> None:
@@ -192,55 +192,55 @@ def test_write_source_is_atomic_when_the_items_raise_midway(store: Store) -> Non
         raise ValueError("bad line 1501")
 
     with pytest.raises(ValueError, match="bad line"):
-        store.write_source(source(), items())
-    assert not store.has_source("src_aaaa")
-    assert store.count_cases() == 0
-    assert store.get_conversation("c00000") is None
-    assert store.skip_counts() == {}
+        store.cases.write_source(source(), items())
+    assert not store.cases.has_source("src_aaaa")
+    assert store.cases.count_cases() == 0
+    assert store.cases.get_conversation("c00000") is None
+    assert store.cases.skip_counts() == {}
 
 
 def test_reingest_is_a_no_op_and_cases_keep_their_first_source(store: Store) -> None:
-    store.write_source(source("src_one"), [conversation("c1", 2)])
-    first = list(store.iter_cases())
-    store.write_source(source("src_one"), [conversation("c1", 2)])
-    store.write_source(source("src_two", T0 + timedelta(hours=1)), [conversation("c1", 2)])
-    assert list(store.iter_cases()) == first
-    assert store.count_cases() == 2
-    assert list(store.iter_cases(source_ids=["src_two"])) == []
-    assert [s.id for s in store.list_sources()] == ["src_one", "src_two"]
+    store.cases.write_source(source("src_one"), [conversation("c1", 2)])
+    first = list(store.cases.iter_cases())
+    store.cases.write_source(source("src_one"), [conversation("c1", 2)])
+    store.cases.write_source(source("src_two", T0 + timedelta(hours=1)), [conversation("c1", 2)])
+    assert list(store.cases.iter_cases()) == first
+    assert store.cases.count_cases() == 2
+    assert list(store.cases.iter_cases(source_ids=["src_two"])) == []
+    assert [s.id for s in store.cases.list_sources()] == ["src_one", "src_two"]
 
 
 def test_a_longer_export_of_a_conversation_replaces_it(store: Store) -> None:
-    store.write_source(source("src_one"), [conversation("c1", 1)])
+    store.cases.write_source(source("src_one"), [conversation("c1", 1)])
     longer = conversation("c1", 3)
-    store.write_source(source("src_two"), [longer])
-    stored = store.get_conversation("c1")
+    store.cases.write_source(source("src_two"), [longer])
+    stored = store.cases.get_conversation("c1")
     assert stored is not None and len(stored.messages) == 6
-    assert [c.turn_index for c in store.iter_cases()] == [1, 3, 5]
-    assert [c.turn_index for c in store.iter_cases(source_ids=["src_two"])] == [3, 5]
+    assert [c.turn_index for c in store.cases.iter_cases()] == [1, 3, 5]
+    assert [c.turn_index for c in store.cases.iter_cases(source_ids=["src_two"])] == [3, 5]
 
 
 def test_iter_cases_orders_and_filters(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sources_module, "BATCH_SIZE", 2)  # page through several reads
-    store.write_source(source("src_one"), [conversation("cb", 3, {"dept": "hr"}), conversation("ca", 2)])
-    store.write_source(source("src_two"), [conversation("cc", 2, {"dept": "it"}), conversation("B", 1)])
-    order = [(c.conversation_id, c.turn_index) for c in store.iter_cases()]
+    monkeypatch.setattr(cases_module, "BATCH_SIZE", 2)  # page through several reads
+    store.cases.write_source(source("src_one"), [conversation("cb", 3, {"dept": "hr"}), conversation("ca", 2)])
+    store.cases.write_source(source("src_two"), [conversation("cc", 2, {"dept": "it"}), conversation("B", 1)])
+    order = [(c.conversation_id, c.turn_index) for c in store.cases.iter_cases()]
     expected = [("B", 1), ("ca", 1), ("ca", 3), ("cb", 1), ("cb", 3), ("cb", 5), ("cc", 1), ("cc", 3)]
     assert order == expected
-    assert {c.conversation_id for c in store.iter_cases(source_ids=["src_two"])} == {"cc", "B"}
-    assert [c.id for c in store.iter_cases(tags={"dept": "hr"})] == ["case_cb_0", "case_cb_1", "case_cb_2"]
-    assert list(store.iter_cases(source_ids=["src_two"], tags={"dept": "hr"})) == []
-    assert list(store.iter_cases(source_ids=[])) == []
-    assert store.skip_counts(["src_two"]) == {SkipReason.NO_FEEDBACK: 2}
+    assert {c.conversation_id for c in store.cases.iter_cases(source_ids=["src_two"])} == {"cc", "B"}
+    assert [c.id for c in store.cases.iter_cases(tags={"dept": "hr"})] == ["case_cb_0", "case_cb_1", "case_cb_2"]
+    assert list(store.cases.iter_cases(source_ids=["src_two"], tags={"dept": "hr"})) == []
+    assert list(store.cases.iter_cases(source_ids=[])) == []
+    assert store.cases.skip_counts(["src_two"]) == {SkipReason.NO_FEEDBACK: 2}
 
 
 def test_source_prefix_lookup(store: Store) -> None:
-    store.write_source(source("src_ab1"), [])
-    store.write_source(source("src_ab2"), [])
-    assert store.get_source("src_ab1") is not None
-    assert store.get_source("zzz") is None
+    store.cases.write_source(source("src_ab1"), [])
+    store.cases.write_source(source("src_ab2"), [])
+    assert store.cases.get_source("src_ab1") is not None
+    assert store.cases.get_source("zzz") is None
     with pytest.raises(StoreError, match="ambiguous"):
-        store.get_source("src_ab")
+        store.cases.get_source("src_ab")
 
 
 # --- rewrites, runs, results, cache -------------------------------------------------------------------
@@ -251,59 +251,59 @@ def test_pin_rewrite_first_writer_wins(store: Store) -> None:
         original="and him?", query="Who is Bob?", rewritten=True, model="fake", prompt_version="r1"
     )
     other = Rewrite(original="and him?", query="Who is Robert?", rewritten=True)
-    assert store.get_rewrite("case_x") is None
-    assert store.pin_rewrite("case_x", first) == first
-    assert store.pin_rewrite("case_x", other) == first
-    assert store.get_rewrite("case_x") == first
-    store.pin_rewrite("case_y", other)
-    store.pin_rewrite("case_z", other)
-    assert store.unpin_rewrites(["case_x", "missing"]) == 1
-    assert store.get_rewrite("case_x") is None
-    assert store.unpin_rewrites() == 2
-    assert store.get_rewrite("case_y") is None
+    assert store.rewrites.get_rewrite("case_x") is None
+    assert store.rewrites.pin_rewrite("case_x", first) == first
+    assert store.rewrites.pin_rewrite("case_x", other) == first
+    assert store.rewrites.get_rewrite("case_x") == first
+    store.rewrites.pin_rewrite("case_y", other)
+    store.rewrites.pin_rewrite("case_z", other)
+    assert store.rewrites.unpin_rewrites(["case_x", "missing"]) == 1
+    assert store.rewrites.get_rewrite("case_x") is None
+    assert store.rewrites.unpin_rewrites() == 2
+    assert store.rewrites.get_rewrite("case_y") is None
 
 
 def test_run_lifecycle_and_prefix_lookup(store: Store) -> None:
-    store.create_run(run_record("run_abc1", T0), ["case_1", "case_2"])
-    store.create_run(run_record("run_abc2", T0 + timedelta(minutes=5)), ["case_1"])
-    assert store.result_counts("run_abc1") == {ResultStatus.PENDING: 2}
-    assert store.get_run("run_abc1") == run_record("run_abc1", T0)
-    assert store.get_run("run_abc2") == run_record("run_abc2", T0 + timedelta(minutes=5))
-    store.create_run(run_record("run_zed", T0 - timedelta(days=1), RunStatus.DONE), [])
-    assert store.get_run("run_z") == run_record("run_zed", T0 - timedelta(days=1), RunStatus.DONE)
-    assert store.get_run("run_x") is None
-    assert store.get_run("run%") is None  # LIKE wildcards in a prefix are literal
-    assert store.get_run("") is None
+    store.runs.create_run(run_record("run_abc1", T0), ["case_1", "case_2"])
+    store.runs.create_run(run_record("run_abc2", T0 + timedelta(minutes=5)), ["case_1"])
+    assert store.runs.result_counts("run_abc1") == {ResultStatus.PENDING: 2}
+    assert store.runs.get_run("run_abc1") == run_record("run_abc1", T0)
+    assert store.runs.get_run("run_abc2") == run_record("run_abc2", T0 + timedelta(minutes=5))
+    store.runs.create_run(run_record("run_zed", T0 - timedelta(days=1), RunStatus.DONE), [])
+    assert store.runs.get_run("run_z") == run_record("run_zed", T0 - timedelta(days=1), RunStatus.DONE)
+    assert store.runs.get_run("run_x") is None
+    assert store.runs.get_run("run%") is None  # LIKE wildcards in a prefix are literal
+    assert store.runs.get_run("") is None
     with pytest.raises(StoreError, match=r"ambiguous.*run_abc1.*run_abc2"):
-        store.get_run("run_abc")
-    assert [r.id for r in store.list_runs()] == ["run_abc2", "run_abc1", "run_zed"]
-    assert [r.id for r in store.list_runs(limit=1)] == ["run_abc2"]
+        store.runs.get_run("run_abc")
+    assert [r.id for r in store.runs.list_runs()] == ["run_abc2", "run_abc1", "run_zed"]
+    assert [r.id for r in store.runs.list_runs(limit=1)] == ["run_abc2"]
 
-    assert store.find_unfinished_run("cfg1", "ds1") == store.get_run("run_abc2")
+    assert store.runs.find_unfinished_run("cfg1", "ds1") == store.runs.get_run("run_abc2")
     finished = T0 + timedelta(hours=1)
-    store.set_run_status("run_abc2", RunStatus.DONE, finished_at=finished)
-    done = store.get_run("run_abc2")
+    store.runs.set_run_status("run_abc2", RunStatus.DONE, finished_at=finished)
+    done = store.runs.get_run("run_abc2")
     assert done is not None and done.status is RunStatus.DONE and done.finished_at == finished
-    store.set_run_status("run_abc1", RunStatus.INTERRUPTED)
-    assert store.find_unfinished_run("cfg1", "ds1") == store.get_run("run_abc1")
-    assert store.find_unfinished_run("cfg1", "other") is None
+    store.runs.set_run_status("run_abc1", RunStatus.INTERRUPTED)
+    assert store.runs.find_unfinished_run("cfg1", "ds1") == store.runs.get_run("run_abc1")
+    assert store.runs.find_unfinished_run("cfg1", "other") is None
     with pytest.raises(StoreError, match="no run"):
-        store.set_run_status("run_missing", RunStatus.DONE)
+        store.runs.set_run_status("run_missing", RunStatus.DONE)
     with pytest.raises(StoreError, match="already exists"):
-        store.create_run(run_record("run_abc1"), [])
+        store.runs.create_run(run_record("run_abc1"), [])
 
 
 def test_datetimes_come_back_in_utc(store: Store) -> None:
     local = datetime(2026, 10, 1, 11, 30, tzinfo=timezone(timedelta(hours=2)))
-    store.create_run(run_record("run_tz", local), [])
-    got = store.get_run("run_tz")
+    store.runs.create_run(run_record("run_tz", local), [])
+    got = store.runs.get_run("run_tz")
     assert got is not None and got.created_at == local and got.created_at.utcoffset() == timedelta(0)
 
 
 def test_results_upsert_and_load_in_case_order(store: Store) -> None:
-    store.write_source(source(), [conversation("cb", 2), conversation("ca", 1)])
+    store.cases.write_source(source(), [conversation("cb", 2), conversation("ca", 1)])
     ids = ["case_cb_1", "orphan_case", "case_ca_0", "case_cb_0"]
-    store.create_run(run_record("run_1"), ids)
+    store.runs.create_run(run_record("run_1"), ids)
     done = ResultRecord(
         run_id="run_1",
         case_id="case_cb_0",
@@ -313,21 +313,21 @@ def test_results_upsert_and_load_in_case_order(store: Store) -> None:
         judgment=Judgment(fit=Fit.FIT, reason="same", judge="fake", prompt_version="fit-v1"),
         verdict=Verdict.GOOD_FIT,
     )
-    store.save_result(ResultRecord(run_id="run_1", case_id="case_cb_0", status=ResultStatus.ERROR, error="x"))
-    store.save_result(done)
-    loaded = store.load_results("run_1")
+    store.runs.save_result(ResultRecord(run_id="run_1", case_id="case_cb_0", status=ResultStatus.ERROR, error="x"))
+    store.runs.save_result(done)
+    loaded = store.runs.load_results("run_1")
     assert [r.case_id for r in loaded] == ["case_ca_0", "case_cb_0", "case_cb_1", "orphan_case"]
     assert loaded[1] == done
-    assert store.result_counts("run_1") == {ResultStatus.PENDING: 3, ResultStatus.DONE: 1}
+    assert store.runs.result_counts("run_1") == {ResultStatus.PENDING: 3, ResultStatus.DONE: 1}
 
 
 def test_results_can_be_written_from_another_thread(store: Store) -> None:
-    store.create_run(run_record("run_t"), ["case_1"])
+    store.runs.create_run(run_record("run_t"), ["case_1"])
     errors: list[BaseException] = []
 
     def writer() -> None:
         try:
-            store.save_result(ResultRecord(run_id="run_t", case_id="case_1", status=ResultStatus.DONE))
+            store.runs.save_result(ResultRecord(run_id="run_t", case_id="case_1", status=ResultStatus.DONE))
         except BaseException as exc:
             errors.append(exc)
 
@@ -335,16 +335,16 @@ def test_results_can_be_written_from_another_thread(store: Store) -> None:
     thread.start()
     thread.join()
     assert errors == []
-    assert store.result_counts("run_t") == {ResultStatus.DONE: 1}
+    assert store.runs.result_counts("run_t") == {ResultStatus.DONE: 1}
 
 
 def test_cache_put_get_is_idempotent(store: Store) -> None:
     request = {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
-    assert store.cache_get("k1") is None
-    store.cache_put("k1", "fake:m", request, {"text": "hello", "usage": {"input": 3, "output": 1}})
-    store.cache_put("k1", "fake:m", request, {"text": "different"})
-    assert store.cache_get("k1") == {"text": "hello", "usage": {"input": 3, "output": 1}}
-    assert store.cache_count() == 1
+    assert store.cache.cache_get("k1") is None
+    store.cache.cache_put("k1", "fake:m", request, {"text": "hello", "usage": {"input": 3, "output": 1}})
+    store.cache.cache_put("k1", "fake:m", request, {"text": "different"})
+    assert store.cache.cache_get("k1") == {"text": "hello", "usage": {"input": 3, "output": 1}}
+    assert store.cache.cache_count() == 1
 
 
 def test_a_second_open_sees_the_data(store_url: str) -> None:
@@ -352,10 +352,10 @@ def test_a_second_open_sees_the_data(store_url: str) -> None:
         writer.write_source(source(), [conversation("c1", 2)])
         writer.cache_put("k", "m", {}, {"text": "t"})
         with Store.open(store_url) as reader:  # both open at once
-            assert reader.count_cases() == 2
+            assert reader.cases.count_cases() == 2
     with Store.open(store_url) as again:
-        assert [c.id for c in again.iter_cases()] == ["case_c1_0", "case_c1_1"]
-        assert again.cache_get("k") == {"text": "t"}
+        assert [c.id for c in again.cases.iter_cases()] == ["case_c1_0", "case_c1_1"]
+        assert again.cache.cache_get("k") == {"text": "t"}
 
 
 # --- URLs and errors ----------------------------------------------------------------------------------
@@ -408,6 +408,6 @@ def test_a_file_that_is_not_a_store_is_reported(tmp_path: pytest.TempPathFactory
 
 def test_an_in_memory_store_works_for_quick_experiments() -> None:
     with Store.open(":memory:") as store:
-        store.write_source(source(), [conversation("c1", 1)])
-        assert [c.id for c in store.iter_cases()] == ["case_c1_0"]
+        store.cases.write_source(source(), [conversation("c1", 1)])
+        assert [c.id for c in store.cases.iter_cases()] == ["case_c1_0"]
         assert store.url == "sqlite://"

@@ -41,38 +41,38 @@ def row(cid: str, case_id: str, challenger: str, value: object = 1) -> Compariso
 
 def test_create_get_by_prefix_and_list_newest_first(store: Store) -> None:
     first, second = record("cmp_20261001_a1"), record("cmp_20261001_b2", T0 + timedelta(minutes=1))
-    store.create_comparison(first)
-    store.create_comparison(second)
-    assert store.get_comparison("cmp_20261001_a") == first
-    assert store.get_comparison(second.id) == second
-    assert store.get_comparison("cmp_nope") is None and store.get_comparison("") is None
+    store.comparisons.create_comparison(first)
+    store.comparisons.create_comparison(second)
+    assert store.comparisons.get_comparison("cmp_20261001_a") == first
+    assert store.comparisons.get_comparison(second.id) == second
+    assert store.comparisons.get_comparison("cmp_nope") is None and store.comparisons.get_comparison("") is None
     with pytest.raises(StoreError, match="ambiguous"):
-        store.get_comparison("cmp_2026")
+        store.comparisons.get_comparison("cmp_2026")
     with pytest.raises(StoreError, match="already exists"):
-        store.create_comparison(first)
-    assert store.list_comparisons() == [second, first]
-    assert store.list_comparisons(limit=1) == [second]
-    assert store.get_comparison(first.id).created_at.tzinfo is not None  # type: ignore[union-attr]
+        store.comparisons.create_comparison(first)
+    assert store.comparisons.list_comparisons() == [second, first]
+    assert store.comparisons.list_comparisons(limit=1) == [second]
+    assert store.comparisons.get_comparison(first.id).created_at.tzinfo is not None  # type: ignore[union-attr]
 
 
 def test_find_resumable_comparison_by_hashes_and_status(store: Store) -> None:
-    store.create_comparison(record("cmp_old", T0, ComparisonStatus.INTERRUPTED))
-    store.create_comparison(record("cmp_new", T0 + timedelta(hours=1), ComparisonStatus.RUNNING))
-    store.create_comparison(record("cmp_other_cfg", T0 + timedelta(hours=2), config_hash="cfg2"))
-    store.create_comparison(record("cmp_other_ds", T0 + timedelta(hours=3), dataset_hash="ds2"))
-    found = store.find_unfinished_comparison("cfg1", "ds1")
+    store.comparisons.create_comparison(record("cmp_old", T0, ComparisonStatus.INTERRUPTED))
+    store.comparisons.create_comparison(record("cmp_new", T0 + timedelta(hours=1), ComparisonStatus.RUNNING))
+    store.comparisons.create_comparison(record("cmp_other_cfg", T0 + timedelta(hours=2), config_hash="cfg2"))
+    store.comparisons.create_comparison(record("cmp_other_ds", T0 + timedelta(hours=3), dataset_hash="ds2"))
+    found = store.comparisons.find_unfinished_comparison("cfg1", "ds1")
     assert found is not None and found.id == "cmp_new"
-    store.set_comparison_status("cmp_new", ComparisonStatus.DONE, T0 + timedelta(hours=4))
-    found = store.find_unfinished_comparison("cfg1", "ds1")
+    store.comparisons.set_comparison_status("cmp_new", ComparisonStatus.DONE, T0 + timedelta(hours=4))
+    found = store.comparisons.find_unfinished_comparison("cfg1", "ds1")
     assert found is not None and found.id == "cmp_old"
-    latest = store.find_comparison("cfg1", "ds1")
+    latest = store.comparisons.find_comparison("cfg1", "ds1")
     assert latest is not None and latest.id == "cmp_new" and latest.status == ComparisonStatus.DONE
     assert latest.finished_at == T0 + timedelta(hours=4)
-    store.set_comparison_status("cmp_old", ComparisonStatus.DONE)
-    assert store.find_unfinished_comparison("cfg1", "ds1") is None
-    assert store.find_unfinished_comparison("cfg9", "ds1") is None
+    store.comparisons.set_comparison_status("cmp_old", ComparisonStatus.DONE)
+    assert store.comparisons.find_unfinished_comparison("cfg1", "ds1") is None
+    assert store.comparisons.find_unfinished_comparison("cfg9", "ds1") is None
     with pytest.raises(StoreError, match="no comparison 'cmp_missing'"):
-        store.set_comparison_status("cmp_missing", ComparisonStatus.DONE)
+        store.comparisons.set_comparison_status("cmp_missing", ComparisonStatus.DONE)
 
 
 def test_rows_are_saved_replaced_and_read_back_in_case_order(store: Store) -> None:
@@ -92,17 +92,17 @@ def test_rows_are_saved_replaced_and_read_back_in_case_order(store: Store) -> No
         for cid, turn in (("case_z", 1), ("case_a", 3))
     ]
     source = SourceRecord(id="src_1", path="/x.jsonl", format="jsonl", ingested_at=T0)
-    store.write_source(source, [(Conversation(id="conv", messages=messages), cases, [])])
-    store.create_comparison(record("cmp_1"))
-    store.create_comparison(record("cmp_2"))
-    store.save_comparison_rows(
+    store.cases.write_source(source, [(Conversation(id="conv", messages=messages), cases, [])])
+    store.comparisons.create_comparison(record("cmp_1"))
+    store.comparisons.create_comparison(record("cmp_2"))
+    store.comparisons.save_comparison_rows(
         [row("cmp_1", "case_a", "b"), row("cmp_1", "case_a", "a"), row("cmp_1", "case_z", "b")]
     )
-    store.save_comparison_row(row("cmp_1", "case_elsewhere", "a"))
-    store.save_comparison_row(row("cmp_2", "case_z", "a"))
-    store.save_comparison_rows([row("cmp_1", "case_z", "b", 2), row("cmp_1", "case_z", "b", 3)])
-    store.save_comparison_rows([])
-    loaded = store.load_comparison_rows("cmp_1")
+    store.comparisons.save_comparison_row(row("cmp_1", "case_elsewhere", "a"))
+    store.comparisons.save_comparison_row(row("cmp_2", "case_z", "a"))
+    store.comparisons.save_comparison_rows([row("cmp_1", "case_z", "b", 2), row("cmp_1", "case_z", "b", 3)])
+    store.comparisons.save_comparison_rows([])
+    loaded = store.comparisons.load_comparison_rows("cmp_1")
     assert [(r.case_id, r.challenger) for r in loaded] == [
         ("case_z", "b"),
         ("case_a", "a"),
@@ -110,13 +110,13 @@ def test_rows_are_saved_replaced_and_read_back_in_case_order(store: Store) -> No
         ("case_elsewhere", "a"),
     ]
     assert loaded[0] == row("cmp_1", "case_z", "b", 3)
-    assert [r.case_id for r in store.load_comparison_rows("cmp_1", ["case_a"])] == ["case_a", "case_a"]
-    assert store.comparison_row_keys("cmp_2") == {("case_z", "a")}
-    assert store.compared_case_counts(["cmp_1", "cmp_2", "cmp_none"]) == {"cmp_1": 3, "cmp_2": 1}
-    assert store.load_comparison_rows("cmp_none") == []
+    assert [r.case_id for r in store.comparisons.load_comparison_rows("cmp_1", ["case_a"])] == ["case_a", "case_a"]
+    assert store.comparisons.comparison_row_keys("cmp_2") == {("case_z", "a")}
+    assert store.comparisons.compared_case_counts(["cmp_1", "cmp_2", "cmp_none"]) == {"cmp_1": 3, "cmp_2": 1}
+    assert store.comparisons.load_comparison_rows("cmp_none") == []
 
 
 def test_a_row_needs_its_comparison(store: Store) -> None:
     with pytest.raises(IntegrityError):
-        store.save_comparison_row(row("cmp_missing", "case_a", "a"))
-    assert store.load_comparison_rows("cmp_missing") == []
+        store.comparisons.save_comparison_row(row("cmp_missing", "case_a", "a"))
+    assert store.comparisons.load_comparison_rows("cmp_missing") == []

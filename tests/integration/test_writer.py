@@ -28,7 +28,7 @@ def _run(store: Store, run_id: str = "run_w") -> None:
         dataset_hash="d",
         n_cases=0,
     )
-    store.create_run(record, [])
+    store.runs.create_run(record, [])
 
 
 async def test_concurrent_saves_are_batched_and_committed(store: Store) -> None:
@@ -41,7 +41,7 @@ async def test_concurrent_saves_are_batched_and_committed(store: Store) -> None:
             )
         )
         # every save returned only after its commit, and many shared a transaction
-        assert len(store.load_results("run_w")) == 200
+        assert len(store.runs.load_results("run_w")) == 200
         assert writer.batches < 50
 
 
@@ -52,7 +52,7 @@ async def test_last_result_for_a_case_wins_within_a_batch(store: Store) -> None:
             writer.save_result(ResultRecord(run_id="run_w", case_id="c1", status=ResultStatus.PENDING)),
             writer.save_result(ResultRecord(run_id="run_w", case_id="c1", status=ResultStatus.DONE)),
         )
-    (result,) = store.load_results("run_w")
+    (result,) = store.runs.load_results("run_w")
     assert result.status == ResultStatus.DONE
 
 
@@ -61,9 +61,9 @@ async def test_pending_cache_entries_are_readable_then_flushed(store: Store) -> 
         writer.cache_put("k1", "fake:m", {"q": 1}, {"text": "a"})
         writer.cache_put("k1", "fake:m", {"q": 1}, {"text": "second"})  # first wins
         assert writer.cache_get("k1") == {"text": "a"}
-        assert store.cache_get("k1") is None or store.cache_get("k1") == {"text": "a"}
-    assert store.cache_get("k1") == {"text": "a"}
-    assert store.cache_count() == 1
+        assert store.cache.cache_get("k1") is None or store.cache.cache_get("k1") == {"text": "a"}
+    assert store.cache.cache_get("k1") == {"text": "a"}
+    assert store.cache.cache_count() == 1
 
 
 async def test_pin_first_wins(store: Store) -> None:
@@ -73,7 +73,7 @@ async def test_pin_first_wins(store: Store) -> None:
         a, b = await asyncio.gather(writer.pin_rewrite("case1", first), writer.pin_rewrite("case1", second))
         assert a == b == first
         assert await writer.pin_rewrite("case1", second) == first
-    assert store.get_rewrites(["case1"]) == {"case1": first}
+    assert store.rewrites.get_rewrites(["case1"]) == {"case1": first}
 
 
 async def test_store_failure_reaches_every_waiter(store: Store) -> None:
@@ -81,7 +81,7 @@ async def test_store_failure_reaches_every_waiter(store: Store) -> None:
     async with StoreWriter(store) as writer:
         with pytest.raises(Exception):  # noqa: B017 - the driver's own integrity error
             await writer.save_result(ResultRecord(run_id="missing", case_id="c1"))
-    assert store.load_results("missing") == []
+    assert store.runs.load_results("missing") == []
 
 
 async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store: Store) -> None:
@@ -91,7 +91,7 @@ async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store:
     from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
     now = datetime.now(UTC)
-    store.create_comparison(
+    store.comparisons.create_comparison(
         ComparisonRecord(
             id="cmp_w",
             created_at=now,
@@ -112,7 +112,7 @@ async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store:
         )
         for i in range(3)
     ]
-    store.write_shadow_rows(rows)
+    store.shadow_rows.write_shadow_rows(rows)
     judged = [
         ShadowJudgmentRecord(
             row_id=r.id,
@@ -140,7 +140,7 @@ async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store:
             writer.save_shadow_judgments(judged[1:]),
         )
         # committed when the awaits returned, and in fewer transactions than writes
-        assert store.comparison_row_keys("cmp_w") == {("c0", "b"), ("c1", "b")}
-        assert store.count_unjudged_shadow_rows() == 1
+        assert store.comparisons.comparison_row_keys("cmp_w") == {("c0", "b"), ("c1", "b")}
+        assert store.shadow_judgments.count_unjudged_shadow_rows() == 1
         assert writer.batches < 3
-    assert {r.id for r, _ in store.load_shadow_judgments()} == {"r0", "r1"}
+    assert {r.id for r, _ in store.shadow_judgments.load_shadow_judgments()} == {"r0", "r1"}

@@ -409,6 +409,10 @@ class FakeStore:
         self.items: list[tuple[Conversation, Sequence[Case], Sequence[Skip]]] = []
         self.writes = 0
 
+    @property
+    def cases(self) -> FakeStore:
+        return self
+
     def has_source(self, source_id: str) -> bool:
         return source_id in self.sources
 
@@ -493,12 +497,12 @@ def test_ingest_into_a_real_sqlite_store(tmp_path: Path) -> None:
     store_mod = pytest.importorskip("ragreplay.store")
     store = store_mod.Store.open(str(tmp_path / "rr.sqlite"))
     first = ingest_file(LOGS / "flat_good.csv", store)
-    assert first.written and store.count_cases() == 2
-    assert ingest_file(LOGS / "flat_good.csv", store).already_ingested and store.count_cases() == 2
+    assert first.written and store.cases.count_cases() == 2
+    assert ingest_file(LOGS / "flat_good.csv", store).already_ingested and store.cases.count_cases() == 2
     with pytest.raises(InputError):
         ingest_file(LOGS / "flat_bad.csv", store)
-    assert store.count_cases() == 2 and not store.has_source(source_id_for(LOGS / "flat_bad.csv"))
-    assert {c.feedback for c in store.iter_cases()} == {GOOD, BAD}
+    assert store.cases.count_cases() == 2 and not store.cases.has_source(source_id_for(LOGS / "flat_bad.csv"))
+    assert {c.feedback for c in store.cases.iter_cases()} == {GOOD, BAD}
 
 
 # --- streaming ----------------------------------------------------------------------------------------------

@@ -303,8 +303,8 @@ def _shadow_row(request_id: str) -> ShadowRow:
 
 def test_write_in_batches_counts_shadowed_and_older_labels(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
-        store.write_shadow_rows([_shadow_row("r1"), _shadow_row("r3")])
-        store.write_shadow_feedback(
+        store.shadow_rows.write_shadow_rows([_shadow_row("r1"), _shadow_row("r3")])
+        store.shadow_feedback.write_shadow_feedback(
             [ShadowFeedback(request_id="r4", feedback=GOOD, ts=NOW + timedelta(days=1), source="api")]
         )
         items = [
@@ -312,9 +312,9 @@ def test_write_in_batches_counts_shadowed_and_older_labels(tmp_path: Path) -> No
         ]
         counts = write_feedback(store, iter(items), batch=2)
         assert (counts.written, counts.shadowed, counts.older_than_stored) == (5, 2, 1)
-        stored = store.shadow_feedback_for(f"r{i}" for i in range(1, 6))
+        stored = store.shadow_feedback.shadow_feedback_for(f"r{i}" for i in range(1, 6))
         assert stored["r4"].source == "api"  # the newer live label stays
         assert {k for k, v in stored.items() if v.source == "import"} == {"r1", "r2", "r3", "r5"}
         again = write_feedback(store, iter(items), batch=2)
         assert again.older_than_stored == 1  # replaying changes nothing
-        assert store.count_shadow_feedback() == (5, 2)
+        assert store.shadow_feedback.count_shadow_feedback() == (5, 2)

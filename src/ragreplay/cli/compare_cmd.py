@@ -175,8 +175,8 @@ def comparisons(
     """List stored comparisons, newest first, with their status, sides and judges."""
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        records = store.list_comparisons(limit=limit)
-        counts = store.compared_case_counts([r.id for r in records])
+        records = store.comparisons.list_comparisons(limit=limit)
+        counts = store.comparisons.compared_case_counts([r.id for r in records])
     if not records:
         console.print(
             "no comparisons yet: start one with `ragreplay compare --champion ... --challenger ...`"

@@ -49,8 +49,8 @@ def runs(
     """List runs, newest first, with their status and versions."""
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        records = store.list_runs(limit=limit)
-        counts = {r.id: store.result_counts(r.id) for r in records}
+        records = store.runs.list_runs(limit=limit)
+        counts = {r.id: store.runs.result_counts(r.id) for r in records}
     if not records:
         console.print("no runs yet: start one with `ragreplay run --target candidate.yaml --judge SPEC`")
         return
@@ -80,7 +80,7 @@ def sources(
     """List ingested sources."""
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        records = store.list_sources()
+        records = store.cases.list_sources()
     table = Table(title=f"sources in {settings.db}")
     for col in ("source", "path", "format", "ingested", "conversations", "cases", "skipped"):
         table.add_column(col)

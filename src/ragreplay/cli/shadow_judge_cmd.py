@@ -44,7 +44,7 @@ async def judge_with_progress(
 ) -> Progress:
     """Judge the unjudged shadow rows newer than ``since`` with a progress bar (count, elapsed)."""
     start = parse_since(since)
-    total = store.count_unjudged_shadow_rows(start)
+    total = store.shadow_judgments.count_unjudged_shadow_rows(start)
     total = total if limit is None else min(total, limit)
     bar = count_progress()
     task = bar.add_task("judging shadow rows", total=total)
@@ -106,7 +106,7 @@ def judge(
                 limit,
             )
         )
-        left = store.count_unjudged_shadow_rows()
+        left = store.shadow_judgments.count_unjudged_shadow_rows()
     err_console.print(
         f"judged {counts.done} shadow row(s) since {since}"
         + (f", {counts.errors} with a failed side (recorded as errors)" if counts.errors else "")

@@ -101,7 +101,7 @@ def purge(
     settings = settings_from(config, db=db)
     _refuse_missing_file(settings.db)
     with open_store(settings.db) as store:
-        planned = store.count_shadow_purge(cutoff)
+        planned = store.shadow_purge.count_shadow_purge(cutoff)
         what = f"{counts_text(planned)} older than {_iso(cutoff)}"
         if dry_run:
             _say(f"would purge {what} from {store.url}; dry run: nothing deleted")
@@ -115,10 +115,10 @@ def purge(
             if not typer.confirm(f"Permanently delete {what} from {store.url}?", default=False, err=True):
                 _say("aborted: nothing purged")
                 raise typer.Exit(1)
-        done = store.purge_shadow_before(cutoff)
+        done = store.shadow_purge.purge_shadow_before(cutoff)
         _say(f"purged {counts_text(done)} older than {_iso(cutoff)}")
         if vacuum:
-            space = store.reclaim_space()
+            space = store.shadow_purge.reclaim_space()
             if space is None:
                 _say("--vacuum: nothing to do on PostgreSQL (autovacuum makes the freed space reusable)")
             else:

@@ -19,14 +19,14 @@ def resolve_cases(store: Store, source: str, limit: int | None = None) -> tuple[
     path = Path(source)
     if path.is_file():
         summary = ingest_file(path, store)
-        cases = list(store.iter_cases(source_ids=[summary.source_id]))
+        cases = list(store.cases.iter_cases(source_ids=[summary.source_id]))
         label = f"{path.name} (source {summary.source_id})"
-    elif (found := store.get_source(source)) is not None:
-        cases = list(store.iter_cases(source_ids=[found.id]))
+    elif (found := store.cases.get_source(source)) is not None:
+        cases = list(store.cases.iter_cases(source_ids=[found.id]))
         label = f"source {found.id} ({Path(found.path).name})"
-    elif (run := store.get_run(source)) is not None:
-        case_ids = [r.case_id for r in store.load_results(run.id)]
-        by_id = store.get_cases(case_ids)
+    elif (run := store.runs.get_run(source)) is not None:
+        case_ids = [r.case_id for r in store.runs.load_results(run.id)]
+        by_id = store.cases.get_cases(case_ids)
         cases = [by_id[i] for i in case_ids if i in by_id]
         label = f"cases of run {run.id}"
     else:
@@ -45,5 +45,5 @@ def resolve_cases(store: Store, source: str, limit: int | None = None) -> tuple[
 
 def questions_for(store: Store, cases: list[Case]) -> dict[str, str]:
     """Each case's question: its pinned standalone rewrite when one exists, else the query as asked."""
-    rewrites = store.get_rewrites([c.id for c in cases])
+    rewrites = store.rewrites.get_rewrites([c.id for c in cases])
     return {c.id: rewrites[c.id].query if c.id in rewrites else c.query for c in cases}

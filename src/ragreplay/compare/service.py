@@ -100,7 +100,7 @@ async def run_comparison(
             cases_label=cases_label,
         )
         record, reused = plan_comparison(store, config, [c.id for c in cases], fresh)
-        saved = store.comparison_row_keys(record.id)
+        saved = store.comparisons.comparison_row_keys(record.id)
         todo = [c for c in cases if any((c.id, name) not in saved for name in challengers)]
         if on_plan is not None:
             on_plan(record, len(cases) - len(todo), reused)
@@ -125,7 +125,7 @@ async def run_comparison(
     finally:
         for target in (champion, *challengers.values()):
             await target.aclose()
-    stored = store.get_comparison(record.id)
+    stored = store.comparisons.get_comparison(record.id)
     assert stored is not None  # created or found above, and comparisons are never deleted
     return summary_from_store(store, stored)
 
@@ -175,6 +175,6 @@ async def _fill(
         await run_job(job, JobPlan(todo=todo, progress=Progress(total=len(todo))), setup.concurrency)
     except BaseException:
         with contextlib.suppress(Exception):  # never hide why the comparison stopped
-            store.set_comparison_status(comparison_id, ComparisonStatus.INTERRUPTED)
+            store.comparisons.set_comparison_status(comparison_id, ComparisonStatus.INTERRUPTED)
         raise
-    store.set_comparison_status(comparison_id, ComparisonStatus.DONE, datetime.now(UTC))
+    store.comparisons.set_comparison_status(comparison_id, ComparisonStatus.DONE, datetime.now(UTC))

@@ -75,10 +75,10 @@ def plan_comparison(
     an unfinished one is set ``running`` again), or, with ``fresh`` or when there is none, a new one."""
     hashes = config_hash(config), dataset_hash(case_ids)
     if not fresh:
-        found = store.find_comparison(*hashes)
+        found = store.comparisons.find_comparison(*hashes)
         if found is not None:
             if found.status != ComparisonStatus.DONE:
-                store.set_comparison_status(found.id, ComparisonStatus.RUNNING)
+                store.comparisons.set_comparison_status(found.id, ComparisonStatus.RUNNING)
                 found = found.model_copy(update={"status": ComparisonStatus.RUNNING, "finished_at": None})
             return found, True
     now = datetime.now(UTC)
@@ -91,7 +91,7 @@ def plan_comparison(
         dataset_hash=hashes[1],
         n_cases=len(set(case_ids)),
     )
-    store.create_comparison(record)
+    store.comparisons.create_comparison(record)
     return record, False
 
 
@@ -130,7 +130,7 @@ def summary_from_store(store: Store, record: ComparisonRecord) -> ComparisonSumm
     rows: list[CompareRow] = []
     outcomes: dict[str, list[PairOutcome]] = {}
     generators: dict[str, str] = {}
-    for stored in store.load_comparison_rows(record.id):
+    for stored in store.comparisons.load_comparison_rows(record.id):
         payload = stored.payload
         row = CompareRow.model_validate(payload["row"])
         rows.append(row)
@@ -162,7 +162,7 @@ def summary_from_store(store: Store, record: ComparisonRecord) -> ComparisonSumm
 
 def show_comparison(store: Store, ref: str) -> ComparisonSummary:
     """The report of the stored comparison ``ref`` (an id or a unique prefix of one)."""
-    record = store.get_comparison(ref)
+    record = store.comparisons.get_comparison(ref)
     if record is None:
         raise RagreplayError(f"no comparison matches {ref!r}. Fix: pick an id from `ragreplay comparisons`.")
     return summary_from_store(store, record)

@@ -124,11 +124,11 @@ async def triage_run(
     progress: ProgressCallback | None = None,
 ) -> TriageReport:
     """Judge old vs new for every BAD_NO_FIT case of run ``run_ref`` (id or prefix) and group them."""
-    run = store.get_run(run_ref)
+    run = store.runs.get_run(run_ref)
     if run is None:
         raise RagreplayError(f"no run matches {run_ref!r}. Fix: pick an id from `ragreplay runs`.")
-    results = [r for r in store.load_results(run.id) if r.verdict == Verdict.BAD_NO_FIT and r.answer]
-    cases = store.get_cases([r.case_id for r in results])
+    results = [r for r in store.runs.load_results(run.id) if r.verdict == Verdict.BAD_NO_FIT and r.answer]
+    cases = store.cases.get_cases([r.case_id for r in results])
     todo = [r for r in results if r.case_id in cases]
     job = TriageJob(judge, cases, order, seed)
     await run_job(

@@ -50,7 +50,7 @@ _READERS: dict[str, Reader] = {"canonical": read_canonical, "flat": read_flat, "
 
 
 class SourceStore(Protocol):
-    """The part of the store ingest writes to."""
+    """The part of the store ingest writes to: its ``cases`` repository."""
 
     def has_source(self, source_id: str) -> bool:
         """True if a file with this id was ingested already."""
@@ -60,6 +60,15 @@ class SourceStore(Protocol):
         self, source: SourceRecord, items: Iterable[tuple[Conversation, Sequence[Case], Sequence[Skip]]]
     ) -> SourceRecord:
         """Write the source and all its conversations, cases and skips in one transaction."""
+        ...
+
+
+class IngestStore(Protocol):
+    """What ingest is given: a :class:`~ragreplay.store.Store` (its ``cases`` repository), or a fake."""
+
+    @property
+    def cases(self) -> SourceStore:
+        """Sources, conversations, cases and skips."""
         ...
 
 
@@ -142,7 +151,7 @@ def validate_file(
 
 def ingest_file(
     path: Path,
-    store: SourceStore | None,
+    store: IngestStore | None,
     fmt: str | None = None,
     mapping: FieldMapping | None = None,
     dry_run: bool = False,
@@ -159,7 +168,7 @@ def ingest_file(
     path = Path(path)
     source_id = source_id_for(path)
     fmt = _format(path, fmt, mapping or FieldMapping())
-    seen = store is not None and store.has_source(source_id)
+    seen = store is not None and store.cases.has_source(source_id)
     if seen and not dry_run:
         return IngestSummary(source_id=source_id, path=str(path), format=fmt, already_ingested=True)
     before = path.stat()
@@ -183,5 +192,5 @@ def ingest_file(
             raise InputError([problem])
 
     record = SourceRecord(id=source_id, path=str(path), format=fmt, ingested_at=datetime.now(UTC))
-    store.write_source(record, items())
+    store.cases.write_source(record, items())
     return tally.summary(source_id, str(path), fmt, written=True)

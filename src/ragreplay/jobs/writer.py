@@ -50,7 +50,7 @@ class StoreWriter:
     def cache_get(self, key: str) -> Mapping[str, Any] | None:
         """A cached response: one still waiting to be flushed, or one in the store."""
         pending = self._pending_cache.get(key)
-        return pending if pending is not None else self._store.cache_get(key)
+        return pending if pending is not None else self._store.cache.cache_get(key)
 
     def cache_put(
         self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]

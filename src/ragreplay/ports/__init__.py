@@ -98,12 +98,16 @@ class CacheBackend(Protocol):
         ...
 
 
-class RunStore(Protocol):
-    """What the replay engine reads from the store, and the run status it sets."""
+class PinnedRewrites(Protocol):
+    """The store's ``rewrites`` repository, as the replay engine reads it."""
 
     def get_rewrites(self, case_ids: Sequence[str]) -> dict[str, Rewrite]:
         """The rewrites pinned to any of ``case_ids``, by case id."""
         ...
+
+
+class RunResults(Protocol):
+    """The store's ``runs`` repository, as the replay engine uses it."""
 
     def load_results(self, run_id: str) -> list[ResultRecord]:
         """All result rows of a run."""
@@ -111,6 +115,20 @@ class RunStore(Protocol):
 
     def set_run_status(self, run_id: str, status: RunStatus, finished_at: datetime | None = None) -> None:
         """Move a run to ``status``."""
+        ...
+
+
+class RunStore(Protocol):
+    """What the replay engine reads from the store, and the run status it sets."""
+
+    @property
+    def runs(self) -> RunResults:
+        """Runs and their results."""
+        ...
+
+    @property
+    def rewrites(self) -> PinnedRewrites:
+        """The question pinned to each case."""
         ...
 
 

@@ -39,12 +39,12 @@ class Replayer:
         """
         plan = self.plan(run_id, cases)
         state = await run_job(self, plan, self.concurrency, progress)
-        self.store.set_run_status(run_id, RunStatus.DONE, finished_at=datetime.now(UTC))
+        self.store.runs.set_run_status(run_id, RunStatus.DONE, finished_at=datetime.now(UTC))
         return state
 
     def plan(self, run_id: str, cases: Sequence[Case]) -> JobPlan[tuple[Case, ResultRecord]]:
         """The cases of ``run_id`` still to replay, each with where it stopped; finished ones counted."""
-        existing = {r.case_id: r for r in self.store.load_results(run_id)}
+        existing = {r.case_id: r for r in self.store.runs.load_results(run_id)}
         state = Progress(total=len(cases))
         todo: list[tuple[Case, ResultRecord]] = []
         for case in cases:
@@ -54,7 +54,7 @@ class Replayer:
                 self.count(state, result)
             else:
                 todo.append((case, result))
-        self._pinned = self.store.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
+        self._pinned = self.store.rewrites.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
         return JobPlan(todo=todo, progress=state)
 
     async def run_one(self, item: tuple[Case, ResultRecord]) -> ResultRecord:

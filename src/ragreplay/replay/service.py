@@ -34,14 +34,14 @@ def select_cases(
     if sources:
         source_ids = []
         for ref in sources:
-            source = store.get_source(ref)
+            source = store.cases.get_source(ref)
             if source is None:
                 raise RagreplayError(
                     f"no ingested source matches {ref!r}. Fix: run `ragreplay ingest FILE` first, or pick an id "
                     "from `ragreplay sources`."
                 )
             source_ids.append(source.id)
-    cases = list(store.iter_cases(source_ids=source_ids, tags=tags))
+    cases = list(store.cases.iter_cases(source_ids=source_ids, tags=tags))
     if limit is not None:
         cases = cases[:limit]
     if not cases:
@@ -75,9 +75,9 @@ def plan_run(
     config_hash = content_hash(config)
     dataset_hash = content_hash(sorted(c.id for c in cases))
     if not fresh:
-        unfinished = store.find_unfinished_run(config_hash, dataset_hash)
+        unfinished = store.runs.find_unfinished_run(config_hash, dataset_hash)
         if unfinished is not None:
-            store.set_run_status(unfinished.id, RunStatus.RUNNING)
+            store.runs.set_run_status(unfinished.id, RunStatus.RUNNING)
             return unfinished, True
     now = datetime.now(UTC)
     run = RunRecord(
@@ -95,7 +95,7 @@ def plan_run(
         n_cases=len(cases),
         config={**config, "selection": dict(selection)},
     )
-    store.create_run(run, [c.id for c in cases])
+    store.runs.create_run(run, [c.id for c in cases])
     return run, False
 
 
@@ -117,19 +117,19 @@ async def execute_run(
     try:
         return await replayer.run(run.id, cases, progress)
     except BaseException:
-        store.set_run_status(run.id, RunStatus.INTERRUPTED)
+        store.runs.set_run_status(run.id, RunStatus.INTERRUPTED)
         raise
 
 
 def summarize_run(store: Store, run_ref: str) -> RunSummary:
     """The summary of a run given its id or a unique prefix of it."""
-    run = store.get_run(run_ref)
+    run = store.runs.get_run(run_ref)
     if run is None:
         raise RagreplayError(f"no run matches {run_ref!r}. Fix: pick an id from `ragreplay runs`.")
-    results = store.load_results(run.id)
-    cases = store.get_cases([r.case_id for r in results])
+    results = store.runs.load_results(run.id)
+    cases = store.cases.get_cases([r.case_id for r in results])
     sources = run.config.get("selection", {}).get("source_ids")
-    return summarize(run, results, cases, store.skip_counts(sources))
+    return summarize(run, results, cases, store.cases.skip_counts(sources))
 
 
 PlanCallback = Callable[[RunRecord, bool], None]

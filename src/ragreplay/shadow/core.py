@@ -27,7 +27,7 @@ from ragreplay.core.types import Answer, Case, Feedback
 from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ports import Target
-from ragreplay.shadow.log import FeedbackLog, ShadowFeedbackSink, ShadowLog
+from ragreplay.shadow.log import FeedbackLog, ShadowLog
 from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, salt_from_env
 
 logger = logging.getLogger(__name__)
@@ -170,9 +170,8 @@ class Shadow:
         self.challengers = dict(challengers)
         self.sampler: SamplingPolicy = sampler if sampler is not None else AlwaysSample()
         self.log = log
-        if feedback_log is None and log is not None and hasattr(log.store, "write_shadow_feedback"):
-            sink: ShadowFeedbackSink = log.store  # type: ignore[assignment]
-            feedback_log = FeedbackLog(sink)
+        if feedback_log is None and log is not None:
+            feedback_log = FeedbackLog(log.store)
         self.feedback_log = feedback_log
         self.redact = redact
         self.hash_user_ids = hash_user_ids

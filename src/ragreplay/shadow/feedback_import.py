@@ -377,9 +377,9 @@ def write_feedback(store: Store, items: Iterable[ShadowFeedback], batch: int = B
 
     def flush() -> None:
         ids = [item.request_id for item in pending]
-        stored = store.shadow_feedback_for(ids)
-        shadowed = store.shadowed_request_ids(ids)
-        store.write_shadow_feedback(pending)
+        stored = store.shadow_feedback.shadow_feedback_for(ids)
+        shadowed = store.shadow_rows.shadowed_request_ids(ids)
+        store.shadow_feedback.write_shadow_feedback(pending)
         counts.written += len(pending)
         counts.shadowed += sum(item.request_id in shadowed for item in pending)
         counts.older_than_stored += sum(

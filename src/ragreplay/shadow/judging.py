@@ -156,8 +156,8 @@ async def judge_shadow(
     """Judge the unjudged rows with ``ts >= since`` (at most ``limit``), oldest first, read page by page;
     ``on_row`` is called as each row's judgment is saved. ``done`` counts the rows judged, ``errors`` those
     that could not be because a side failed."""
-    rows = store.iter_shadow_rows(since=since, unjudged_only=True, limit=limit)
-    total = store.count_unjudged_shadow_rows(since)
+    rows = store.shadow_rows.iter_shadow_rows(since=since, unjudged_only=True, limit=limit)
+    total = store.shadow_judgments.count_unjudged_shadow_rows(since)
     plan = JobPlan(todo=rows, progress=Progress(total=total if limit is None else min(total, limit)))
     return await run_job(ShadowJudgingJob(judges, writer, on_row), plan, concurrency)
 
@@ -291,14 +291,14 @@ def shadow_summary(
 
 def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSummary:
     """The figures of the judged rows with ``ts >= start`` with the users' feedback on those requests: the
-    numbers of :func:`shadow_summary` over ``store.load_shadow_judgments(start)``, but read as a stream and with
+    numbers of :func:`shadow_summary` over ``store.shadow_judgments.load_shadow_judgments(start)``, but read as a stream and with
     rows that hold no question, answer, reason or judge reply, so memory does not grow with the texts. For
     pages that show figures only; the JSON report, which lists the rows whole, needs :func:`shadow_summary`."""
     collector = _Collector(texts=False)
     with gc_paused():
-        for row, record in store.iter_shadow_judgments(start):
+        for row, record in store.shadow_judgments.iter_shadow_judgments(start):
             collector.add(row, record, None)
-        stored = store.shadow_feedback_for(collector.requests)
+        stored = store.shadow_feedback.shadow_feedback_for(collector.requests)
         if stored:
             collector.rows = [
                 r.model_copy(update={"feedback": stored[req].feedback}) if req in stored else r
@@ -309,7 +309,7 @@ def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSumma
 
 def stored_shadow_summary(store: Store, start: datetime) -> ComparisonSummary:
     """The report of the judged rows with ``ts >= start``, with the users' feedback on those requests."""
-    judged = store.load_shadow_judgments(start)
-    stored = store.shadow_feedback_for(row.request_id for row, _ in judged)
+    judged = store.shadow_judgments.load_shadow_judgments(start)
+    stored = store.shadow_feedback.shadow_feedback_for(row.request_id for row, _ in judged)
     labels = {request_id: item.feedback for request_id, item in stored.items()}
     return shadow_summary(judged, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC", labels)

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 class ShadowRowSink(Protocol):
-    """Where the log writes rows: the :class:`~ragreplay.store.Store`, or a fake in tests."""
+    """Where the log writes rows: the store's ``shadow_rows`` repository, or a fake in tests."""
 
     def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:
         """Write ``rows`` in one transaction; rows whose id exists already are skipped."""
@@ -31,10 +31,24 @@ class ShadowRowSink(Protocol):
 
 
 class ShadowFeedbackSink(Protocol):
-    """Where live feedback is written: the :class:`~ragreplay.store.Store`, or a fake in tests."""
+    """Where live feedback is written: the store's ``shadow_feedback`` repository, or a fake in tests."""
 
     def write_shadow_feedback(self, items: Sequence[ShadowFeedback]) -> None:
         """Write ``items`` in one transaction; per request the latest label wins."""
+        ...
+
+
+class ShadowLogStore(Protocol):
+    """What the shadow logs write to: a :class:`~ragreplay.store.Store` (its two shadow repositories)."""
+
+    @property
+    def shadow_rows(self) -> ShadowRowSink:
+        """Where rows go."""
+        ...
+
+    @property
+    def shadow_feedback(self) -> ShadowFeedbackSink:
+        """Where live feedback goes."""
         ...
 
 
@@ -184,28 +198,36 @@ class BatchLog(Generic[T]):
 
 
 class ShadowLog(BatchLog[ShadowRow]):
-    """The log of shadow rows, written to ``store`` (``store.write_shadow_rows``)."""
+    """The log of shadow rows, written to ``store`` (``store.shadow_rows.write_shadow_rows``)."""
 
     def __init__(
         self,
-        store: ShadowRowSink,
+        store: ShadowLogStore,
         batch_size: int = 200,
         flush_interval_s: float = 0.2,
         max_queue: int = 10_000,
     ) -> None:
-        super().__init__(store.write_shadow_rows, batch_size, flush_interval_s, max_queue, "shadow log")
+        super().__init__(
+            store.shadow_rows.write_shadow_rows, batch_size, flush_interval_s, max_queue, "shadow log"
+        )
         self.store = store
 
 
 class FeedbackLog(BatchLog[ShadowFeedback]):
-    """The log of live feedback, written to ``store`` (``store.write_shadow_feedback``)."""
+    """The log of live feedback, written to ``store`` (``store.shadow_feedback.write_shadow_feedback``)."""
 
     def __init__(
         self,
-        store: ShadowFeedbackSink,
+        store: ShadowLogStore,
         batch_size: int = 200,
         flush_interval_s: float = 0.2,
         max_queue: int = 10_000,
     ) -> None:
-        super().__init__(store.write_shadow_feedback, batch_size, flush_interval_s, max_queue, "feedback log")
+        super().__init__(
+            store.shadow_feedback.write_shadow_feedback,
+            batch_size,
+            flush_interval_s,
+            max_queue,
+            "feedback log",
+        )
         self.store = store

@@ -3,6 +3,7 @@ targets, the sampler, the logs and the feedback tap."""
 
 from __future__ import annotations
 
+from ragreplay.core.retry import RetryPolicy
 from ragreplay.shadow.config import ShadowServeConfig
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.log import ShadowLog
@@ -30,12 +31,14 @@ def build_app(
     """The proxy with the shadow wired: challengers as HTTP targets, rows and feedback logged to `store`
     (closed on exit); only `mirror_paths` (all when empty) are shadowed; `feedback` reads the app's own
     feedback endpoint."""
+    # The shadow's own timeout decides a hung first attempt (the +1 s keeps the client's out of its way);
+    # retries (CHALLENGER_RETRY) end by the same timeout. The champion is never retried: it is the user's path.
     targets = {
-        name: MirrorHttpTarget(name, url, fields, challenger_timeout_s + 1)
+        name: MirrorHttpTarget(name, url, fields, challenger_timeout_s + 1, deadline_s=challenger_timeout_s)
         for name, url in challengers.items()
     }
     shadow = Shadow(
-        MirrorHttpTarget("champion", champion, fields, timeout_s),
+        MirrorHttpTarget("champion", champion, fields, timeout_s, retry=RetryPolicy(max_retries=0)),
         targets,
         sampler=sampler,
         log=ShadowLog(store),

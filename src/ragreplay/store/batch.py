@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 
 from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Rewrite
-from ragreplay.store.base import chunked
-from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsMixin
+from ragreplay.store.base import StoreBase, chunked
+from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsRepository
 from ragreplay.store.runs import result_row
 from ragreplay.store.schema import dumps, llm_cache, results, rewrites, to_json
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord, ShadowJudgmentsMixin
+from ragreplay.store.shadow_judgments import ShadowJudgmentRecord, ShadowJudgmentsRepository
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,19 @@ class WriteBatch:
         )
 
 
-class BatchMixin(ComparisonsMixin, ShadowJudgmentsMixin):
-    """Applies a :class:`WriteBatch` atomically."""
+class BatchWriter(StoreBase):
+    """Applies a :class:`WriteBatch` atomically, writing through the repositories that own the rows."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        display_url: str,
+        comparisons: ComparisonsRepository,
+        shadow_judgments: ShadowJudgmentsRepository,
+    ) -> None:
+        super().__init__(engine, display_url)
+        self._comparisons = comparisons
+        self._shadow_judgments = shadow_judgments
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
         """Apply ``batch`` in one transaction; returns the rewrite pinned to each case of ``batch.pins``.
@@ -87,7 +98,7 @@ class BatchMixin(ComparisonsMixin, ShadowJudgmentsMixin):
             if result_rows:
                 conn.execute(self._upsert(results, ["run_id", "case_id"]), list(result_rows.values()))
             if batch.comparison_rows:
-                self.put_comparison_rows(conn, batch.comparison_rows)
+                self._comparisons.put_comparison_rows(conn, batch.comparison_rows)
             if batch.shadow_judgments:
-                self.put_shadow_judgments(conn, batch.shadow_judgments)
+                self._shadow_judgments.put_shadow_judgments(conn, batch.shadow_judgments)
         return pinned

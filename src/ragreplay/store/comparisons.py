@@ -63,7 +63,7 @@ class ComparisonRowRecord(BaseModel):
     payload: dict[str, Any]
 
 
-class ComparisonsMixin(StoreBase):
+class ComparisonsRepository(StoreBase):
     """Creating comparisons, tracking their status and saving each case's rows as it completes."""
 
     def create_comparison(self, record: ComparisonRecord) -> None:

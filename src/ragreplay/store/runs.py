@@ -24,7 +24,7 @@ from ragreplay.store.schema import (
 _UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
 
 
-class RunsMixin(StoreBase):
+class RunsRepository(StoreBase):
     """Creating runs, tracking their status and saving each case's result as it completes."""
 
     def create_run(self, run: RunRecord, case_ids: Sequence[str]) -> None:

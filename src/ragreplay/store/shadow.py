@@ -14,7 +14,7 @@ from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_rows, to_json
 
 
-class ShadowMixin(StoreBase):
+class ShadowRowsRepository(StoreBase):
     """Writing shadow rows (idempotent on id), reading them in ``(ts, id)`` order, marking them judged."""
 
     def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:

@@ -70,7 +70,7 @@ def _count_if(condition: ColumnElement[bool]) -> Any:
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 
 
-class ShadowBrowseMixin(StoreBase):
+class ShadowBrowseRepository(StoreBase):
     """Read-only views of the judged shadow log for the dashboard."""
 
     def _tag_condition(self, key: str, value: str) -> ColumnElement[bool]:

@@ -14,7 +14,7 @@ from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.schema import shadow_feedback, shadow_rows
 
 
-class ShadowFeedbackMixin(StoreBase):
+class ShadowFeedbackRepository(StoreBase):
     """Writing feedback (last label wins, a replayed batch changes nothing) and reading it by request."""
 
     def write_shadow_feedback(self, items: Sequence[ShadowFeedback]) -> None:

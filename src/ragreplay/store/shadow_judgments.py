@@ -38,7 +38,7 @@ class ShadowJudgmentRecord(BaseModel):
     payload: dict[str, Any] = {}
 
 
-class ShadowJudgmentsMixin(StoreBase):
+class ShadowJudgmentsRepository(StoreBase):
     """Saving shadow judgments (marking their rows judged in the same transaction) and reading them back."""
 
     def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord]) -> None:

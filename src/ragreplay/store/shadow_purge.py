@@ -58,7 +58,7 @@ def _count(conn: Connection, query: Select[Any]) -> int:
     return int(conn.execute(query).scalar_one())
 
 
-class ShadowPurgeMixin(StoreBase):
+class ShadowPurgeRepository(StoreBase):
     """Counting and deleting shadow data older than a cutoff, and returning SQLite's freed space."""
 
     def count_shadow_purge(self, cutoff: datetime) -> PurgeCounts:

@@ -4,41 +4,56 @@ from __future__ import annotations
 
 from types import TracebackType
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase
-from ragreplay.store.batch import BatchMixin
-from ragreplay.store.cache import CacheMixin
-from ragreplay.store.comparisons import ComparisonsMixin
+from ragreplay.store.batch import BatchWriter, WriteBatch
+from ragreplay.store.cache import CacheRepository
+from ragreplay.store.cases import CasesRepository
+from ragreplay.store.comparisons import ComparisonsRepository
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
-from ragreplay.store.runs import RunsMixin
-from ragreplay.store.shadow import ShadowMixin
-from ragreplay.store.shadow_browse import ShadowBrowseMixin
-from ragreplay.store.shadow_feedback import ShadowFeedbackMixin
-from ragreplay.store.shadow_judgments import ShadowJudgmentsMixin
-from ragreplay.store.shadow_purge import ShadowPurgeMixin
-from ragreplay.store.sources import SourcesMixin
+from ragreplay.store.rewrites import RewritesRepository
+from ragreplay.store.runs import RunsRepository
+from ragreplay.store.shadow import ShadowRowsRepository
+from ragreplay.store.shadow_browse import ShadowBrowseRepository
+from ragreplay.store.shadow_feedback import ShadowFeedbackRepository
+from ragreplay.store.shadow_judgments import ShadowJudgmentsRepository
+from ragreplay.store.shadow_purge import ShadowPurgeRepository
 
 
-class Store(
-    BatchMixin,
-    SourcesMixin,
-    RunsMixin,
-    ComparisonsMixin,
-    ShadowMixin,
-    ShadowJudgmentsMixin,
-    ShadowFeedbackMixin,
-    ShadowPurgeMixin,
-    ShadowBrowseMixin,
-    CacheMixin,
-    StoreBase,
-):
-    """Sources, cases, pinned rewrites, runs, results, comparisons, shadow rows, live feedback and the model-call cache.
+class Store(StoreBase):
+    """Everything ragreplay keeps, one small repository per feature, over one engine.
 
-    Every method is synchronous and commits its own transaction. A store may be used from one thread other
-    than the one that opened it (the async engine's writer thread).
+    ``cases`` (ingested sources, conversations, cases, skips), ``rewrites`` (the question pinned to each case),
+    ``runs`` (replay runs and results), ``cache`` (model responses), ``comparisons``, and the shadow log:
+    ``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` (the dashboard's reads) and
+    ``shadow_purge`` (retention). Each service takes the repository (or the protocol in ``ragreplay.ports``)
+    it needs. Every method is synchronous and commits its own transaction; :meth:`write_batch` writes across
+    repositories in one. A store may be used from one thread other than the one that opened it (the jobs'
+    writer thread).
     """
+
+    def __init__(self, engine: Engine, display_url: str) -> None:
+        super().__init__(engine, display_url)
+        self.cases = CasesRepository(engine, display_url)
+        self.rewrites = RewritesRepository(engine, display_url)
+        self.runs = RunsRepository(engine, display_url)
+        self.cache = CacheRepository(engine, display_url)
+        self.comparisons = ComparisonsRepository(engine, display_url)
+        self.shadow_rows = ShadowRowsRepository(engine, display_url)
+        self.shadow_judgments = ShadowJudgmentsRepository(engine, display_url)
+        self.shadow_feedback = ShadowFeedbackRepository(engine, display_url)
+        self.shadow_browse = ShadowBrowseRepository(engine, display_url)
+        self.shadow_purge = ShadowPurgeRepository(engine, display_url)
+        self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments)
+
+    def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
+        """Apply ``batch`` (results, pins, cache entries, comparison rows, shadow judgments) in one
+        transaction; returns the rewrite pinned to each case of ``batch.pins``."""
+        return self._batch.write_batch(batch)
 
     @classmethod
     def open(cls, url: str) -> Store:

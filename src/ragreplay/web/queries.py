@@ -221,7 +221,7 @@ def index_data(
     else:
         summary = shadow_figures(store, start, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC")
     names = [s.name for s in summary.challengers]
-    days = day_rows(store.shadow_daily_figures(start), names, start, now)
+    days = day_rows(store.shadow_browse.shadow_daily_figures(start), names, start, now)
     tag_cells = tag_rows(summary)
     return {
         "since": text,
@@ -354,12 +354,12 @@ def rows_data(store: Store, params: Mapping[str, str], now: datetime | None = No
     limit = _limit_param(params.get("limit"))
     after_text = params.get("after") or None
     after = None if after_text is None else decode_cursor(after_text)
-    page = store.browse_shadow_judgments(
+    page = store.shadow_browse.browse_shadow_judgments(
         since=start, challenger=challenger, tag=tag, outcome=outcome, after=after, limit=limit + 1
     )
     more = len(page) > limit
     page = page[:limit]
-    labels = store.shadow_feedback_for(row.request_id for row, _ in page)
+    labels = store.shadow_feedback.shadow_feedback_for(row.request_id for row, _ in page)
     filters = {
         "since": text,
         "challenger": challenger,
@@ -448,11 +448,11 @@ def _judgment(record: ShadowJudgmentRecord | None) -> dict[str, Any] | None:
 def row_data(store: Store, row_id: str) -> dict[str, Any] | None:
     """One shadow row whole: both answers, chunks, latency, cost, its judgment (``None`` while not judged)
     and the user's feedback on the request; ``None`` when there is no such row."""
-    found = store.shadow_row_with_judgment(row_id)
+    found = store.shadow_browse.shadow_row_with_judgment(row_id)
     if found is None:
         return None
     row, record = found
-    feedback = store.shadow_feedback_for([row.request_id]).get(row.request_id)
+    feedback = store.shadow_feedback.shadow_feedback_for([row.request_id]).get(row.request_id)
     return {
         "id": row.id,
         "ts": row.ts.isoformat(),

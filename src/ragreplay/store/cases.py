@@ -56,7 +56,7 @@ class _IngestBatch:
             }
 
 
-class SourcesMixin(StoreBase):
+class CasesRepository(StoreBase):
     """Writing and reading ingested data."""
 
     def has_source(self, source_id: str) -> bool:
