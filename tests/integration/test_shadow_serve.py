@@ -126,6 +126,66 @@ def test_users_get_the_champion_and_rows_add_up(
     assert app.closed
 
 
+def test_a_challenger_answering_503_then_200_is_retried_and_the_row_has_the_200(
+    champion_url: str, store: Store, store_url: str
+) -> None:
+    seen: Counter[str] = Counter()
+
+    async def flaky_route(request: Request) -> Response:
+        """503 the first time a question comes, then the answer."""
+        question = str((await request.json())["question"])
+        seen[question] += 1
+        if seen[question] == 1:
+            return Response("warming up", status_code=503)
+        return JSONResponse({"answer": f"flaky: {question}"})
+
+    flaky = serve(app_of(flaky_route))
+    app = proxy_app(champion_url, {"flaky": next(flaky)}, Store.open(store_url))
+    server = serve(app)
+    url = next(server)
+    questions = [f"q{i}" for i in range(3)]
+    for question in questions:
+        resp = httpx.post(url + "/ask", json={"question": question}, trust_env=False, timeout=10)
+        assert resp.json()["answer"] == f"champion: {question}"
+    next(server, None)  # shutdown: the shadow waits for challengers and flushes its log
+    next(flaky, None)
+
+    rows = sorted(store.shadow_rows.iter_shadow_rows(), key=lambda r: r.query)
+    assert [(r.challenger, r.query, r.candidate.text, r.candidate.error) for r in rows] == [
+        ("flaky", q, f"flaky: {q}", None) for q in questions
+    ]
+    assert seen == {q: 2 for q in questions}
+    final = app.mirror.shadow.stats()
+    assert (final.challenger_errors, final.challenger_timeouts) == (0, 0)
+
+
+async def test_challenger_retries_stop_at_the_deadline() -> None:
+    from ragreplay.core.shadow import live_case
+    from ragreplay.shadow.mirror import MirrorHttpTarget
+
+    async def busy_route(request: Request) -> Response:
+        return Response(
+            "busy", status_code=503, headers={"Retry-After": "3"} if "later" in request.url.path else {}
+        )
+
+    routes = [Route(path, busy_route, methods=["POST"]) for path in ("/later/", "/now/")]
+    busy = serve(Starlette(routes=routes))
+    base = next(busy)
+    try:
+        target = MirrorHttpTarget("c", base + "/later", deadline_s=0.5)  # outside a mirrored request: POST /
+        start = time.perf_counter()
+        answer = await target.answer("q", live_case("r1", "q", None, None))
+        # a 3 s Retry-After ends past the 0.5 s deadline: no retry, the first failure is the answer
+        assert answer.error == "HTTP 503: busy" and time.perf_counter() - start < 0.5
+        await target.aclose()
+        target = MirrorHttpTarget("c", base + "/now", deadline_s=5)
+        answer = await target.answer("q", live_case("r1", "q", None, None))
+        assert answer.error == "HTTP 503: busy (after 3 attempts)"  # CHALLENGER_RETRY: two retries
+        await target.aclose()
+    finally:
+        next(busy, None)
+
+
 @pytest.mark.postgres
 def test_two_replicas_on_one_database_lose_and_duplicate_nothing(
     champion_url: str, challenger_urls: dict[str, str], store_url: str

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ProviderError
-from ragreplay.providers.limits import LimitedModel, RateLimiter, RetryPolicy
+from ragreplay.core.retry import RetryPolicy
+from ragreplay.providers.limits import LimitedModel, RateLimiter
 
 REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hi"),))
 
@@ -140,8 +141,8 @@ async def test_backoff_without_retry_after_uses_full_jitter() -> None:
 def test_backoff_is_capped() -> None:
     policy = RetryPolicy(base_s=0.5, cap_s=30.0)
     rng = random.Random(0)
-    assert all(policy.backoff(20, rng) <= 30.0 for _ in range(100))
-    assert max(policy.backoff(20, rng) for _ in range(200)) > 15.0
+    assert all(policy.delay(20, None, rng) <= 30.0 for _ in range(100))
+    assert max(policy.delay(20, None, rng) for _ in range(200)) > 15.0
 
 
 async def test_non_transient_errors_propagate_at_once() -> None:

@@ -17,7 +17,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
-from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel, parse_retry_after
+from ragreplay.core.retry import retry_after_seconds
+from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import Price
 
 REQUEST = ChatRequest(
@@ -274,15 +275,15 @@ async def test_connection_refused_is_transient_and_names_base_url() -> None:
 
 def test_parse_retry_after_forms() -> None:
     now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after({"Retry-After": "7"}) == 7.0
-    assert parse_retry_after({"retry-after": "1.5"}) == 1.5
-    assert parse_retry_after({"retry-after-ms": "250", "Retry-After": "1"}) == 0.25
+    assert retry_after_seconds({"Retry-After": "7"}, now) == 7.0
+    assert retry_after_seconds({"retry-after": "1.5"}, now) == 1.5
+    assert retry_after_seconds({"retry-after-ms": "250", "Retry-After": "1"}, now) == 0.25
     date = format_datetime(now + timedelta(seconds=30), usegmt=True)
-    assert parse_retry_after({"Retry-After": date}, now=now) == pytest.approx(30.0)
+    assert retry_after_seconds({"Retry-After": date}, now) == pytest.approx(30.0)
     past = format_datetime(now - timedelta(seconds=30), usegmt=True)
-    assert parse_retry_after({"Retry-After": past}, now=now) == 0.0
-    assert parse_retry_after({"Retry-After": "soon"}) is None
-    assert parse_retry_after({}) is None
+    assert retry_after_seconds({"Retry-After": past}, now) == 0.0
+    assert retry_after_seconds({"Retry-After": "soon"}, now) is None
+    assert retry_after_seconds({}, now) is None
 
 
 def test_building_a_model_needs_no_event_loop() -> None:

@@ -1,8 +1,8 @@
 """Per-provider concurrency and rate limits, and retries of transient errors.
 
-Retries use exponential backoff with full jitter and never sleep less than the server's Retry-After. A 429
-also pauses every call through the same limits, since a rate limit applies to the whole key, not to one
-request.
+Retries follow the shared :class:`~ragreplay.core.retry.RetryPolicy` (the server's Retry-After, capped, else
+full-jitter backoff). A 429 also pauses every call through the same limits for the whole Retry-After, since a
+rate limit applies to the whole key, not to one request.
 """
 
 from __future__ import annotations
@@ -11,26 +11,13 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.retry import RetryPolicy
 from ragreplay.ports import ChatModel
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How transient errors are retried: up to ``max_retries`` times, full-jitter backoff from ``base_s``."""
-
-    max_retries: int = 5
-    base_s: float = 0.5
-    cap_s: float = 30.0
-
-    def backoff(self, attempt: int, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``attempt + 1`` (full jitter: uniform in [0, ceiling])."""
-        return rng.uniform(0.0, min(self.cap_s, self.base_s * (2**attempt)))
 
 
 class RateLimiter:
@@ -136,9 +123,7 @@ class LimitedModel:
                         status=exc.status,
                         retry_after=exc.retry_after,
                     ) from exc
-                delay = self.retry.backoff(attempt, self._rng)
-                if exc.retry_after is not None:
-                    delay = max(delay, exc.retry_after)
+                delay = self.retry.delay(attempt, exc.retry_after, self._rng)
                 attempt += 1
                 self.retries += 1
                 # Sleep outside the semaphore so other calls can use the slot meanwhile.

@@ -14,12 +14,12 @@ import json
 import time
 from collections.abc import AsyncGenerator, Mapping
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.retry import retry_after_seconds
 from ragreplay.core.types import TokenUsage
 from ragreplay.providers.pricing import Price
 
@@ -95,31 +95,6 @@ async def _retire(guard: AsyncGenerator[None, None] | None, loop: asyncio.Abstra
         # reached; closing then only marks session and connector closed, with no await on the dead loop.
         await guard.aclose()
     # Otherwise the session's own loop closes it: when the generator is collected or the loop shuts down.
-
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date); else ``None``."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def _text(body: bytes, limit: int) -> str:
@@ -229,9 +204,8 @@ class OpenAICompatModel:
         detail = _error_detail(body)
         prefix = f"{self.name}: HTTP {status} from {self.url}: {detail}"
         if status in _TRANSIENT_STATUSES or status >= 500:
-            return ProviderError(
-                prefix, transient=True, status=status, retry_after=parse_retry_after(headers)
-            )
+            retry_after = retry_after_seconds(headers, datetime.now(UTC))
+            return ProviderError(prefix, transient=True, status=status, retry_after=retry_after)
         key_env = self._api_key_env or "the provider's api_key_env"
         fixes = {
             400: f"check the model name '{self.model}' and the request parameters (max_tokens, json mode)",

@@ -13,12 +13,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragreplay.core.retry import RetryPolicy
 from ragreplay.errors import ConfigError
 from ragreplay.ports import CacheBackend, ChatModel
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel, FakeCounters
-from ragreplay.providers.limits import LimitedModel, RetryPolicy, Sleep
+from ragreplay.providers.limits import LimitedModel, Sleep
 from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import lookup_price, price_table
 

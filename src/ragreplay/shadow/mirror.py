@@ -16,14 +16,17 @@ import asyncio
 import contextvars
 import fnmatch
 import json
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 
 from ragreplay.asgi import Receive, Scope, Send, read_json_object, run_lifespan, send_body, send_json
+from ragreplay.core.retry import RetryPolicy, retry_after_seconds
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.core import Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
@@ -63,10 +66,32 @@ FEEDBACK_PATH = "/_shadow/feedback"
 METRICS_PATH = "/_shadow/metrics"
 
 
+CHALLENGER_RETRY = RetryPolicy(max_retries=2, base_s=0.05, cap_s=5.0)
+"""How challenger calls are retried by default: twice, after a 429, a 5xx or a failed connection. They are off
+the user's path, so retries cost the user nothing; few and soon (jittered waits of at most 0.05 s, then 0.1 s),
+so they ride out a blip (a restart, a dropped keep-alive connection, a moment of overload) without piling load
+on a challenger that is really down, and finish well within even a short challenger timeout. A Retry-After is
+honoured up to 5 s, when it ends before the deadline."""
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """One attempt that failed: what the row's error says, and whether (and after how long) to retry."""
+
+    message: str
+    retryable: bool = False
+    retry_after: float | None = None
+
+
 class MirrorHttpTarget:
     """A challenger behind HTTP: POSTs the user's original request body (same path, same content type) to
     ``base_url`` and reads the answer by ``fields``. ``answer`` never raises: failures become ``Answer.error``
-    (``HTTP 500: ...``, ``timeout ...``, ``connection error ...``)."""
+    (``HTTP 500: ...``, ``timeout ...``, ``connection error ...``, with ``(after N attempts)`` once retried).
+
+    429, 5xx and connection errors are retried by ``retry`` (default :data:`CHALLENGER_RETRY`) within
+    ``deadline_s`` (default ``timeout_s``) from the first attempt: a retry is made only when its wait ends
+    before the deadline, and it is cut off at the deadline. Give the shadow's ``challenger_timeout_s`` as
+    ``deadline_s`` so that retries never outlive it. ``timeout_s`` bounds the first attempt."""
 
     def __init__(
         self,
@@ -75,6 +100,10 @@ class MirrorHttpTarget:
         fields: RequestFields = RequestFields(),
         timeout_s: float = 30.0,
         client: aiohttp.ClientSession | None = None,
+        *,
+        retry: RetryPolicy = CHALLENGER_RETRY,
+        deadline_s: float | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self._name = name
         self._base = base_url.rstrip("/")
@@ -83,6 +112,9 @@ class MirrorHttpTarget:
         self._client = client
         self._own_client = client is None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._retry = retry
+        self._deadline_s = timeout_s if deadline_s is None else deadline_s
+        self._rng = rng or random.Random()
 
     @property
     def name(self) -> str:
@@ -99,27 +131,51 @@ class MirrorHttpTarget:
         raw = _CURRENT.get()
         if raw is None:
             raw = RawRequest("POST", "/", json.dumps({"question": question}).encode(), "application/json")
+        start = time.perf_counter()
+        deadline = start + self._deadline_s
+        timeout: float | None = None  # the first attempt: the session's timeout
+        attempt = 0
+        while True:
+            result = await self._attempt(raw, timeout)
+            if isinstance(result, Answer):
+                return result.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
+            if result.retryable and attempt < self._retry.max_retries:
+                wait = self._retry.delay(attempt, result.retry_after, self._rng)
+                if time.perf_counter() + wait < deadline:
+                    await asyncio.sleep(wait)
+                    left = deadline - time.perf_counter()
+                    if left > 0:
+                        attempt += 1
+                        timeout = min(self._timeout, left)
+                        continue
+            message = result.message if attempt == 0 else f"{result.message} (after {attempt + 1} attempts)"
+            return _failed(message, start)
+
+    async def _attempt(self, raw: RawRequest, timeout: float | None) -> Answer | _Failure:
+        """One request: the parsed answer (latency not set), or why it failed."""
         headers = {"content-type": raw.content_type} if raw.content_type else {}
         session = self._session()
-        start = time.perf_counter()
+        options: dict[str, Any] = {} if timeout is None else {"timeout": aiohttp.ClientTimeout(total=timeout)}
         try:
             async with session.request(
-                raw.method, self._base + raw.path, data=raw.body, headers=headers
+                raw.method, self._base + raw.path, data=raw.body, headers=headers, **options
             ) as resp:
                 status, body = resp.status, await resp.read()
                 content_type = resp.headers.get("content-type")
+                retry_after = retry_after_seconds(resp.headers, datetime.now(UTC))
         except TimeoutError:
-            return _failed(f"timeout after {self._timeout:g} s", start)
+            return _Failure(f"timeout after {self._timeout if timeout is None else timeout:g} s")
         except aiohttp.ClientError as exc:
-            return _failed(f"connection error: {type(exc).__name__}: {exc}", start)
+            retryable = isinstance(exc, aiohttp.ClientConnectionError)
+            return _Failure(f"connection error: {type(exc).__name__}: {exc}", retryable)
         text = body.decode("utf-8", errors="replace")
         if status >= 400:
-            return _failed(f"HTTP {status}: {_excerpt(text)}", start)
+            retryable = status == 429 or status >= 500
+            return _Failure(f"HTTP {status}: {_excerpt(text)}", retryable, retry_after)
         try:
-            answer = parse_reply(body, content_type, self._fields).answer
+            return parse_reply(body, content_type, self._fields).answer
         except ValueError as exc:
-            return _failed(f"bad response: {exc}: {_excerpt(text)}", start)
-        return answer.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
+            return _Failure(f"bad response: {exc}: {_excerpt(text)}")
 
     def _session(self) -> aiohttp.ClientSession:
         """The session passed in, or one of our own made inside the running loop (sessions belong to a loop)."""

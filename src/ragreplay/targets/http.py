@@ -8,7 +8,7 @@ import random
 import re
 import time
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +16,7 @@ import httpx
 
 from ragreplay.core.ids import content_hash
 from ragreplay.core.reply_shapes import coerce_chunks, coerce_tokens, get_path
+from ragreplay.core.retry import RetryPolicy, retry_after_seconds
 from ragreplay.core.types import Answer, Case
 from ragreplay.errors import ConfigError, InputProblem, describe_exception
 from ragreplay.targets.base import TargetBase
@@ -68,7 +69,11 @@ class _Permanent(Exception):
 
 
 class HttpTarget(TargetBase):
-    """Sends one request per question, retrying transient failures with backoff; ``answer`` never raises."""
+    """Sends one request per question, retrying transient failures with backoff; ``answer`` never raises.
+
+    The config's ``retries``, ``backoff_s`` and ``max_backoff_s`` are the shared
+    :class:`~ragreplay.core.retry.RetryPolicy`'s ``max_retries``, ``base_s`` and ``cap_s``.
+    """
 
     def __init__(
         self,
@@ -78,8 +83,11 @@ class HttpTarget(TargetBase):
         version: str | None = None,
         source: str = "<config>",
         client: httpx.AsyncClient | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self._cfg = cfg
+        self._retry = RetryPolicy(max_retries=cfg.retries, base_s=cfg.backoff_s, cap_s=cfg.max_backoff_s)
+        self._rng = rng or random.Random()
         self._name = name
         self._version = version or content_hash(cfg.model_dump(mode="json"))
         self._url = expand_env(cfg.url, source, "target.url")
@@ -112,8 +120,8 @@ class HttpTarget(TargetBase):
                 try:
                     answer = await self._attempt(question, case)
                 except _Transient as exc:
-                    if attempt <= self._cfg.retries:
-                        await asyncio.sleep(self._delay(attempt, exc.retry_after))
+                    if attempt <= self._retry.max_retries:
+                        await asyncio.sleep(self._retry.delay(attempt - 1, exc.retry_after, self._rng))
                         continue
                     return self._failed(str(exc), start, attempt)
                 except _Permanent as exc:
@@ -133,12 +141,6 @@ class HttpTarget(TargetBase):
         if attempts > 1:
             message += f" (after {attempts} attempts)"
         return Answer(text="", error=message, latency_ms=elapsed, extra={"attempts": attempts})
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self._cfg.max_backoff_s)
-        base = min(self._cfg.backoff_s * 2 ** (attempt - 1), self._cfg.max_backoff_s)
-        return float(base * (1 + 0.1 * random.random()))  # jitter keeps concurrent retries apart
 
     async def _attempt(self, question: str, case: Case) -> Answer:
         values = template_values(question, case)
@@ -166,7 +168,8 @@ class HttpTarget(TargetBase):
             raise _Transient(f"connection error: {describe_exception(exc)}") from None
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _Transient(f"HTTP {status}: {_excerpt(response.text)}", _retry_after(response))
+            retry_after = retry_after_seconds(response.headers, datetime.now(UTC))
+            raise _Transient(f"HTTP {status}: {_excerpt(response.text)}", retry_after)
         if status >= 400:
             raise _Permanent(f"HTTP {status}: {_excerpt(response.text)}")
         return self._parse(response)
@@ -222,18 +225,3 @@ def http_target_from_config(cfg: HttpTargetConfig, name: str, source: str) -> Ht
 def _excerpt(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _EXCERPT else flat[:_EXCERPT] + "..."
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
