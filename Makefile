@@ -27,7 +27,8 @@ types: $(BIN)/.installed
 contract: $(BIN)/.installed
 	$(BIN)/lint-imports
 
-# The whole suite: unit, integration (SQLite + PostgreSQL), e2e (CLI, headless chromium), benchmark scripts.
+# The whole suite: unit, integration (SQLite + PostgreSQL), e2e (CLI, headless chromium), benchmark scripts
+# (tests/benchmarks: the scripts of benchmarks/, run small).
 unit: $(BIN)/.installed
 	$(BIN)/pytest
 

@@ -26,7 +26,7 @@ from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
 from ragreplay.providers.config import ProviderConfig
 from ragreplay.providers.pricing import Price
-from ragreplay.replay.service import replay, select_cases
+from ragreplay.replay.replay_run import replay, select_cases
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.fake import FakeTarget

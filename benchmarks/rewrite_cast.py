@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ragreplay.core.types import Case, Feedback, Message, Role
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.replay.service import build_rewriter
+from ragreplay.replay.replay_run import build_rewriter
 from ragreplay.settings import load_settings
 from ragreplay.store import Store
 

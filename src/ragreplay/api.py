@@ -13,11 +13,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragreplay.core.summary import RunSummary
+from ragreplay.core.run_summary import RunSummary
 from ragreplay.ingest import IngestSummary, ingest_file
 from ragreplay.jobs.runner import ProgressCallback
-from ragreplay.replay import service
-from ragreplay.replay.service import select_cases, summarize_run
+from ragreplay.replay import replay_run
+from ragreplay.replay.replay_run import select_cases, summarize_run
 from ragreplay.report import render
 from ragreplay.settings import Settings
 from ragreplay.store import Store
@@ -53,7 +53,7 @@ async def replay_async(
     try:
         cases = select_cases(store, None, tags, None)
         selection = {"tags": dict(tags) if tags else None}
-        run = await service.replay(
+        run = await replay_run.replay(
             store, settings, load_target(Path(target)), cases, selection, os.environ, fresh, progress
         )
         return run.id

@@ -13,14 +13,14 @@ from rich.console import Console
 from ragreplay.cli import compare_cmd
 from ragreplay.cli.app import main
 from ragreplay.cli.demo_cmd import demo_data_dir
-from ragreplay.compare.hygiene import (
+from ragreplay.compare.checks import (
     detect_language,
     expected_language,
     is_wrong_language,
     same_family_warnings,
 )
 from ragreplay.core.compare_stats import PreferenceStats
-from ragreplay.core.summary import RateValue
+from ragreplay.core.run_summary import RateValue
 from ragreplay.report.compare_labels import p_text, preference_text
 from ragreplay.report.labels import rate_text
 

@@ -10,7 +10,7 @@ import pytest
 
 from ragreplay.cli.app import main
 from ragreplay.demo.shadow_demo import first_questions
-from ragreplay.replay.service import select_cases
+from ragreplay.replay.replay_run import select_cases
 from ragreplay.store import Store
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import make_case
 from ragreplay.cli.demo_cmd import demo_data_dir
-from ragreplay.core.types import Case, Feedback
 from ragreplay.targets.builtin_rag.corpus import load_corpus
 from ragreplay.targets.loader import load_target
 
@@ -34,23 +34,13 @@ def _config(tmp_path: Path, **retrieval: Any) -> Path:
     return path
 
 
-def _case(question: str, tags: dict[str, str]) -> Case:
-    return Case(
-        id="c",
-        conversation_id="k",
-        turn_index=1,
-        query=question,
-        history=(),
-        old_answer="",
-        feedback=Feedback.GOOD,
-        tags=tags,
-    )
-
-
 async def _top_docs(path: Path, questions: list[tuple[str, str, dict[str, str]]]) -> list[list[str]]:
     target = load_target(path)
     try:
-        answers = [await target.answer(q, _case(q, tags)) for q, _, tags in questions]
+        answers = [
+            await target.answer(q, make_case(id="c", conversation_id="k", query=q, old_answer="", tags=tags))
+            for q, _, tags in questions
+        ]
     finally:
         await target.aclose()
     return [[c.id.split("#")[0] for c in a.contexts] for a in answers]

@@ -24,7 +24,7 @@ import pytest
 
 from ragreplay.asgi.serving import serve_in_thread
 from ragreplay.cli.app import main
-from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, Fit

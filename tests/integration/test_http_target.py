@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import socket
 import time
@@ -16,8 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+import builders
+from builders import make_history
 from loopback import serve
-from ragreplay.core.types import Case, Feedback, Message, RetrievedChunk, Role, TokenUsage
+from ragreplay.core.types import RetrievedChunk, TokenUsage
 from ragreplay.errors import ConfigError
 from ragreplay.ports import Target
 from ragreplay.targets.config import parse_target_config
@@ -124,21 +127,18 @@ def base_url() -> Iterator[str]:
     yield from serve(APP, join_timeout=5, lifespan="off", server_header=True, date_header=True)
 
 
-def make_case() -> Case:
-    return Case(
-        id="case_1",
-        conversation_id="conv_001",
-        turn_index=3,
-        query="And how many days?",
-        history=(
-            Message(role=Role.HUMAN, content="What is the leave policy?"),
-            Message(role=Role.AI, content="It depends."),
-        ),
-        old_answer="25",
-        feedback=Feedback.GOOD,
-        tags={"department": "hr"},
-        user_id="u7",
-    )
+# The case every request here carries: a follow-up of conversation conv_001, by user u7 of HR.
+make_case = functools.partial(
+    builders.make_case,
+    id="case_1",
+    conversation_id="conv_001",
+    turn_index=3,
+    query="And how many days?",
+    history=make_history("What is the leave policy?", "It depends."),
+    old_answer="25",
+    tags={"department": "hr"},
+    user_id="u7",
+)
 
 
 def http_target(**cfg: Any) -> Target:

@@ -73,7 +73,9 @@ def seeded(store: Store) -> Store:
     rows = [make_row(rid, T0 - timedelta(hours=h), ch, tags) for rid, h, ch, tags, *_ in SPEC]
     rows.append(make_row("unjudged", T0, "b"))
     store.shadow_rows.write_shadow_rows(rows)
-    store.shadow_judgments.save_shadow_judgments([record(rid, ch, fit, win, err) for rid, _, ch, _, fit, win, err in SPEC])
+    store.shadow_judgments.save_shadow_judgments(
+        [record(rid, ch, fit, win, err) for rid, _, ch, _, fit, win, err in SPEC]
+    )
     return store
 
 

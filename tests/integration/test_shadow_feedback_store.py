@@ -20,9 +20,15 @@ def fb(request_id: str, label: Feedback, minutes: int = 0, comment: str | None =
 
 def test_latest_label_per_request_wins_whatever_the_write_order(store: Store) -> None:
     store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.GOOD, 0), fb("r2", Feedback.BAD, 0)])
-    store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.BAD, 5, comment="wrong year")])  # the user changed it
-    store.shadow_feedback.write_shadow_feedback([fb("r1", Feedback.GOOD, 1)])  # late delivery of an older label: ignored
-    store.shadow_feedback.write_shadow_feedback([fb("r3", Feedback.GOOD, 2), fb("r3", Feedback.BAD, 3)])  # same batch
+    store.shadow_feedback.write_shadow_feedback(
+        [fb("r1", Feedback.BAD, 5, comment="wrong year")]
+    )  # the user changed it
+    store.shadow_feedback.write_shadow_feedback(
+        [fb("r1", Feedback.GOOD, 1)]
+    )  # late delivery of an older label: ignored
+    store.shadow_feedback.write_shadow_feedback(
+        [fb("r3", Feedback.GOOD, 2), fb("r3", Feedback.BAD, 3)]
+    )  # same batch
     store.shadow_feedback.write_shadow_feedback([])
     got = store.shadow_feedback.shadow_feedback_for(["r1", "r2", "r3", "missing", "r1"])
     assert {k: v.feedback for k, v in got.items()} == {

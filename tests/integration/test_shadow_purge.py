@@ -59,7 +59,9 @@ def seed(store: Store) -> None:
             row("new", "req-new", CUTOFF + timedelta(days=1)),
         ]
     )
-    store.shadow_judgments.save_shadow_judgments([judgment(r) for r in ("old1", "old2", "edge", "at", "split-old", "new")])
+    store.shadow_judgments.save_shadow_judgments(
+        [judgment(r) for r in ("old1", "old2", "edge", "at", "split-old", "new")]
+    )
     store.shadow_feedback.write_shadow_feedback(
         [
             label("req-old", CUTOFF - timedelta(days=9)),  # old, its rows all go: goes
@@ -92,7 +94,10 @@ def test_purge_deletes_old_rows_their_judgments_and_unmatched_old_feedback(store
     assert rows == ["at", "new", "split-new"]
     assert judged == ["at", "new"]
     assert labelled == ["req-at", "req-edge", "req-never-new", "req-split"]
-    assert store.shadow_feedback.count_shadow_feedback() == (4, 2)  # req-at's and req-split's labels match their kept rows
+    assert store.shadow_feedback.count_shadow_feedback() == (
+        4,
+        2,
+    )  # req-at's and req-split's labels match their kept rows
 
     assert store.shadow_purge.count_shadow_purge(CUTOFF) == PurgeCounts()
     assert store.shadow_purge.purge_shadow_before(CUTOFF) == PurgeCounts()  # a second purge finds nothing
@@ -102,7 +107,9 @@ def test_cutoff_in_another_time_zone_is_the_same_instant(store: Store) -> None:
     seed(store)
     same_instant = CUTOFF.astimezone(timezone(timedelta(hours=2)))
     assert store.shadow_purge.count_shadow_purge(same_instant) == PurgeCounts(rows=4, judgments=4, feedback=2)
-    assert store.shadow_purge.purge_shadow_before(same_instant + US).rows == 5  # one microsecond later "at" goes too
+    assert (
+        store.shadow_purge.purge_shadow_before(same_instant + US).rows == 5
+    )  # one microsecond later "at" goes too
 
 
 def test_empty_store_purges_nothing(store: Store) -> None:

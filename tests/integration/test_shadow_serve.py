@@ -115,7 +115,7 @@ def test_users_get_the_champion_and_rows_add_up(
     final = app.mirror.shadow.stats()
     assert final.sampled == N - unreadable and final.dropped == 0
     expected = (final.sampled - final.dropped) * 2 - final.rows_lost - final.rows_dropped
-    rows = list(store.iter_shadow_rows())
+    rows = list(store.shadow_rows.iter_shadow_rows())
     assert len(rows) == expected == final.rows_written == 2 * (N - unreadable)
     errors = Counter((row.challenger, (row.candidate.error or "").split(" ")[0]) for row in rows)
     assert errors == {("broken", "HTTP"): N - unreadable, ("hanging", "timeout"): N - unreadable}
@@ -208,7 +208,7 @@ def test_two_replicas_on_one_database_lose_and_duplicate_nothing(
     lost = sum(a.mirror.shadow.stats().rows_lost + a.mirror.shadow.stats().rows_dropped for a in apps)
     assert shadowed > 0 and lost == 0
     with Store.open(store_url) as reader:
-        rows = list(reader.iter_shadow_rows())
+        rows = list(reader.shadow_rows.iter_shadow_rows())
     assert len(rows) == len({r.id for r in rows}) == 2 * shadowed
     per_request = Counter(r.request_id for r in rows)
     assert len(per_request) == shadowed and set(per_request.values()) == {2}
@@ -373,4 +373,4 @@ def test_database_gone_mid_load_champion_keeps_answering_and_losses_are_counted(
     assert final.rows_lost > 0 and final.rows_pending == 0
     assert final.rows_written + final.rows_lost + final.rows_dropped == final.rows_offered == final.sampled
     with Store.open(store_url) as reader:
-        assert reader.count_shadow_rows() == final.rows_written
+        assert reader.shadow_rows.count_shadow_rows() == final.rows_written

@@ -32,7 +32,9 @@ def row(i: int, at: datetime = T0, challenger: str = "b") -> ShadowRow:
 def test_write_is_idempotent_on_id_and_rows_read_back_equal(store: Store) -> None:
     rows = [row(i, T0 + timedelta(seconds=i)) for i in range(5)]
     store.shadow_rows.write_shadow_rows(rows)
-    store.shadow_rows.write_shadow_rows([*rows[2:], row(5, T0 + timedelta(seconds=5))])  # a retried batch plus one new
+    store.shadow_rows.write_shadow_rows(
+        [*rows[2:], row(5, T0 + timedelta(seconds=5))]
+    )  # a retried batch plus one new
     store.shadow_rows.write_shadow_rows([])
     assert store.shadow_rows.count_shadow_rows() == 6
     back = list(store.shadow_rows.iter_shadow_rows())
@@ -70,7 +72,9 @@ def test_mark_judged_and_iterate_unjudged_only(store: Store) -> None:
     store.shadow_rows.write_shadow_rows(rows)
     assert store.shadow_rows.mark_shadow_judged([rows[0].id, rows[3].id, "nope"], T0 + timedelta(days=1)) == 2
     assert store.shadow_rows.count_shadow_rows(unjudged_only=True) == 4
-    assert [r.id for r in store.shadow_rows.iter_shadow_rows(unjudged_only=True)] == [rows[i].id for i in (1, 2, 4, 5)]
+    assert [r.id for r in store.shadow_rows.iter_shadow_rows(unjudged_only=True)] == [
+        rows[i].id for i in (1, 2, 4, 5)
+    ]
     assert store.shadow_rows.count_shadow_rows() == 6
     assert store.shadow_rows.mark_shadow_judged([], T0) == 0
     store.shadow_rows.write_shadow_rows([rows[0]])  # a retried write does not clear the judged mark

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from ragreplay.cli.app import main
-from ragreplay.compare.hygiene import expected_language, is_wrong_language
-from ragreplay.compare.summary import ComparisonSummary, build_summary
+from ragreplay.compare.checks import expected_language, is_wrong_language
+from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, TokenUsage
@@ -77,10 +77,14 @@ def judged(store: Store, store_url: str) -> Store:
     """60 requests shadowed to two challengers, judged in both orders and (the newer ones) in random order,
     some rows outside the window, feedback on some requests."""
     store.shadow_rows.write_shadow_rows([make_row(i, c, 2.5 * i) for i in range(40) for c in ("b", "c")])
-    store.shadow_rows.write_shadow_rows([make_row(i, "b", 24 * 9 + i) for i in range(40, 44)])  # outside the window
+    store.shadow_rows.write_shadow_rows(
+        [make_row(i, "b", 24 * 9 + i) for i in range(40, 44)]
+    )  # outside the window
     judge = ["shadow", "judge", "--db", store_url, "--judge", "fake:default", "--since", "30d"]
     assert main(judge) == 0
-    store.shadow_rows.write_shadow_rows([make_row(i, c, 0.1 * (i - 43)) for i in range(44, 60) for c in ("b", "c")])
+    store.shadow_rows.write_shadow_rows(
+        [make_row(i, c, 0.1 * (i - 43)) for i in range(44, 60) for c in ("b", "c")]
+    )
     assert main([*judge, "--order", "random", "--seed", "7"]) == 0
     labels = {f"req-{i}": Feedback.GOOD if i % 3 else Feedback.BAD for i in range(0, 60, 4)}
     labels["req-41"] = Feedback.BAD  # a request outside the window
@@ -168,7 +172,10 @@ def test_the_summary_and_the_json_report_are_what_they_were(
     judged: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = reference_load(judged, START)
-    feedback = {k: v.feedback for k, v in judged.shadow_feedback.shadow_feedback_for(r.request_id for r, _ in rows).items()}
+    feedback = {
+        k: v.feedback
+        for k, v in judged.shadow_feedback.shadow_feedback_for(r.request_id for r, _ in rows).items()
+    }
     label = f"shadow rows since {START:%Y-%m-%d %H:%M} UTC"
     expected = reference_summary(rows, label, feedback)
     summary = stored_shadow_summary(judged, START)

@@ -222,13 +222,19 @@ def test_a_longer_export_of_a_conversation_replaces_it(store: Store) -> None:
 
 def test_iter_cases_orders_and_filters(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cases_module, "BATCH_SIZE", 2)  # page through several reads
-    store.cases.write_source(source("src_one"), [conversation("cb", 3, {"dept": "hr"}), conversation("ca", 2)])
+    store.cases.write_source(
+        source("src_one"), [conversation("cb", 3, {"dept": "hr"}), conversation("ca", 2)]
+    )
     store.cases.write_source(source("src_two"), [conversation("cc", 2, {"dept": "it"}), conversation("B", 1)])
     order = [(c.conversation_id, c.turn_index) for c in store.cases.iter_cases()]
     expected = [("B", 1), ("ca", 1), ("ca", 3), ("cb", 1), ("cb", 3), ("cb", 5), ("cc", 1), ("cc", 3)]
     assert order == expected
     assert {c.conversation_id for c in store.cases.iter_cases(source_ids=["src_two"])} == {"cc", "B"}
-    assert [c.id for c in store.cases.iter_cases(tags={"dept": "hr"})] == ["case_cb_0", "case_cb_1", "case_cb_2"]
+    assert [c.id for c in store.cases.iter_cases(tags={"dept": "hr"})] == [
+        "case_cb_0",
+        "case_cb_1",
+        "case_cb_2",
+    ]
     assert list(store.cases.iter_cases(source_ids=["src_two"], tags={"dept": "hr"})) == []
     assert list(store.cases.iter_cases(source_ids=[])) == []
     assert store.cases.skip_counts(["src_two"]) == {SkipReason.NO_FEEDBACK: 2}
@@ -313,7 +319,9 @@ def test_results_upsert_and_load_in_case_order(store: Store) -> None:
         judgment=Judgment(fit=Fit.FIT, reason="same", judge="fake", prompt_version="fit-v1"),
         verdict=Verdict.GOOD_FIT,
     )
-    store.runs.save_result(ResultRecord(run_id="run_1", case_id="case_cb_0", status=ResultStatus.ERROR, error="x"))
+    store.runs.save_result(
+        ResultRecord(run_id="run_1", case_id="case_cb_0", status=ResultStatus.ERROR, error="x")
+    )
     store.runs.save_result(done)
     loaded = store.runs.load_results("run_1")
     assert [r.case_id for r in loaded] == ["case_ca_0", "case_cb_0", "case_cb_1", "orphan_case"]
@@ -349,8 +357,8 @@ def test_cache_put_get_is_idempotent(store: Store) -> None:
 
 def test_a_second_open_sees_the_data(store_url: str) -> None:
     with Store.open(store_url) as writer:
-        writer.write_source(source(), [conversation("c1", 2)])
-        writer.cache_put("k", "m", {}, {"text": "t"})
+        writer.cases.write_source(source(), [conversation("c1", 2)])
+        writer.cache.cache_put("k", "m", {}, {"text": "t"})
         with Store.open(store_url) as reader:  # both open at once
             assert reader.cases.count_cases() == 2
     with Store.open(store_url) as again:

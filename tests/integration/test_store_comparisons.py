@@ -45,7 +45,9 @@ def test_create_get_by_prefix_and_list_newest_first(store: Store) -> None:
     store.comparisons.create_comparison(second)
     assert store.comparisons.get_comparison("cmp_20261001_a") == first
     assert store.comparisons.get_comparison(second.id) == second
-    assert store.comparisons.get_comparison("cmp_nope") is None and store.comparisons.get_comparison("") is None
+    assert (
+        store.comparisons.get_comparison("cmp_nope") is None and store.comparisons.get_comparison("") is None
+    )
     with pytest.raises(StoreError, match="ambiguous"):
         store.comparisons.get_comparison("cmp_2026")
     with pytest.raises(StoreError, match="already exists"):
@@ -110,7 +112,10 @@ def test_rows_are_saved_replaced_and_read_back_in_case_order(store: Store) -> No
         ("case_elsewhere", "a"),
     ]
     assert loaded[0] == row("cmp_1", "case_z", "b", 3)
-    assert [r.case_id for r in store.comparisons.load_comparison_rows("cmp_1", ["case_a"])] == ["case_a", "case_a"]
+    assert [r.case_id for r in store.comparisons.load_comparison_rows("cmp_1", ["case_a"])] == [
+        "case_a",
+        "case_a",
+    ]
     assert store.comparisons.comparison_row_keys("cmp_2") == {("case_z", "a")}
     assert store.comparisons.compared_case_counts(["cmp_1", "cmp_2", "cmp_none"]) == {"cmp_1": 3, "cmp_2": 1}
     assert store.comparisons.load_comparison_rows("cmp_none") == []

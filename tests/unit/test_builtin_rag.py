@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragreplay.core.types import Case, Feedback
+from builders import make_case
 from ragreplay.errors import ConfigError
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.targets.builtin_rag import retrieval as rt
@@ -78,21 +78,8 @@ def make_target(
     )
 
 
-def case(query: str = "q", **tags: str) -> Case:
-    return Case(
-        id="c1",
-        conversation_id="conv",
-        turn_index=1,
-        query=query,
-        history=(),
-        old_answer="old",
-        feedback=Feedback.GOOD,
-        tags=tags,
-    )
-
-
 async def ask(target: BuiltinTarget, question: str, **tags: str) -> Any:
-    return await target.answer(question, case(question, **tags))
+    return await target.answer(question, make_case(query=question, tags=tags))
 
 
 def docs_of(answer: Any) -> list[str]:

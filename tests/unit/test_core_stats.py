@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
+from ragreplay.core.run_summary import percentile
 from ragreplay.core.stats import wilson_interval
-from ragreplay.core.summary import percentile
 
 
 @pytest.mark.parametrize("k,n", [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (25, 40), (501, 1000), (1, 3)])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ragreplay.core.chat import ChatRequest, ChatResponse
-from ragreplay.core.types import Answer, Case, Feedback, Fit, Verdict
+from builders import make_case
+from ragreplay.core.types import Answer, Feedback, Fit, Verdict
 from ragreplay.core.verdicts import verdict_for
 from ragreplay.judges.fit import FIT_PROMPT_VERSION, FitJudge, parse_fit_reply
+from ragreplay.providers.scripted import ScriptedChatModel
 
 
 @pytest.mark.parametrize(
@@ -37,33 +38,10 @@ def test_verdict_table() -> None:
     assert verdict_for(Feedback.BAD, Fit.UNSCORABLE) is None
 
 
-class _Scripted:
-    name = "scripted:x"
-
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-        self.requests: list[ChatRequest] = []
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        return ChatResponse(text=self.reply, model=self.name, cost_usd=0.25)
-
-
-def _case() -> Case:
-    return Case(
-        id="c1",
-        conversation_id="conv",
-        turn_index=1,
-        query="Who is Lisa?",
-        history=(),
-        old_answer="Lisa is a saxophonist.",
-        feedback=Feedback.GOOD,
-    )
-
-
 async def test_judge_carries_version_cost_and_raw_reply() -> None:
-    model = _Scripted("I refuse")
-    judgment = await FitJudge(model).judge(_case(), "Who is Lisa?", Answer(text="Lisa plays sax."))
+    model = ScriptedChatModel(["I refuse"], name="scripted:x", cost_usd=0.25)
+    case = make_case(query="Who is Lisa?", old_answer="Lisa is a saxophonist.")
+    judgment = await FitJudge(model).judge(case, "Who is Lisa?", Answer(text="Lisa plays sax."))
     assert judgment.fit == Fit.UNSCORABLE
     assert judgment.raw == "I refuse"
     assert judgment.prompt_version == FIT_PROMPT_VERSION

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from builders import make_case
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
-from ragreplay.core.summary import summarize
+from ragreplay.core.run_summary import summarize
 from ragreplay.core.types import Answer, Case, Feedback, Fit, Judgment, RetrievedChunk, Rewrite, Verdict
 from ragreplay.report import render
 
@@ -31,12 +32,10 @@ def _run(judge: str = "local:fit") -> RunRecord:
 
 
 def _case(i: int, feedback: Feedback, answer: str) -> Case:
-    return Case(
+    return make_case(
         id=f"case_{i}",
         conversation_id=f"conv_{i}",
-        turn_index=1,
         query=f"question {i}?",
-        history=(),
         old_answer=answer,
         feedback=feedback,
         retrieved=(RetrievedChunk(id=f"old-doc#{i}"),),

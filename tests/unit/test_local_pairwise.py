@@ -1,10 +1,10 @@
-"""The local pairwise judge: its signals, the 1-5 axes, swap symmetry, the shipped model and the benchmark."""
+"""The local pairwise judge: its signals, the 1-5 axes, swap symmetry and the shipped model (its fitting script:
+tests/benchmarks/test_pairwise_local_benchmark.py)."""
 
 from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
@@ -33,13 +33,6 @@ from ragreplay.judges.local_pairwise_signals import (
     word_variety,
 )
 from ragreplay.judges.signals import answer_tokens
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import pairwise_local_judge  # noqa: E402
-
-PANDALM = pairwise_local_judge.DATA
 
 QUESTION = "How many vacation days do I get per year?"
 OLD = RetrievedChunk(
@@ -335,30 +328,3 @@ async def test_a_failure_while_measuring_gives_an_unscorable_judgment() -> None:
     result = await judge.judge(QUESTION, PairwiseSide(answer="a b c"), PairwiseSide(answer="d e f"))
     assert result.winner is None and result.scores_a is None
     assert "encoder crashed" in result.reason
-
-
-# ---------------------------------------------------------------- the benchmark
-
-
-@pytest.mark.skipif(not PANDALM.exists(), reason=f"PandaLM dev data not at {PANDALM}")
-def test_the_benchmark_runs_on_a_small_subset_and_writes_a_loadable_model(tmp_path: Path) -> None:
-    out = tmp_path / "model.json"
-    metrics = pairwise_local_judge.main(
-        [
-            "--limit",
-            "60",
-            "--folds",
-            "3",
-            "--write",
-            "--model-out",
-            str(out),
-            "--json",
-            str(tmp_path / "m.json"),
-        ]
-    )
-    assert metrics["n"] == 60 and metrics["longer_lost_n"] > 0
-    assert metrics["position_consistency"] == 1.0
-    assert 0.0 <= metrics["judge"]["accuracy"] <= 1.0
-    assert sum(metrics["predicted"].values()) == 60
-    judge = LocalPairwiseJudge(model_path=out)
-    assert judge.model.weights and json.loads((tmp_path / "m.json").read_text())["n"] == 60

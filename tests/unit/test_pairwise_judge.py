@@ -8,7 +8,6 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.pairwise import AxisScores, PairwiseSide
 from ragreplay.core.types import RetrievedChunk, TokenUsage
 from ragreplay.errors import ConfigError
@@ -22,6 +21,7 @@ from ragreplay.judges.pairwise import (
 from ragreplay.judges.position import judge_pair
 from ragreplay.providers.fake import FakeChatModel
 from ragreplay.providers.registry import ModelFactory
+from ragreplay.providers.scripted import ScriptedChatModel
 
 GROUNDED = PairwiseSide(
     answer="Staff get 25 days of annual leave per year.",
@@ -36,20 +36,11 @@ QUESTION = "How many days of annual leave do I get?"
 FULL = {"groundedness": 5, "completeness": 4, "directness": 4, "recency": 3}
 
 
-class ScriptedModel:
-    """Replies with fixed text and records the requests; carries usage and cost like a real endpoint."""
-
-    name = "scripted:judge"
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.requests: list[ChatRequest] = []
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        return ChatResponse(
-            text=self.text, model=self.name, usage=TokenUsage(input=100, output=20), cost_usd=0.25
-        )
+def scripted(text: str) -> ScriptedChatModel:
+    """Replies once with ``text`` and records the request; carries usage and cost like a real endpoint."""
+    return ScriptedChatModel(
+        [text], name="scripted:judge", usage=TokenUsage(input=100, output=20), cost_usd=0.25
+    )
 
 
 def reply(winner: object = "A", a: object = FULL, b: object = FULL, **extra: object) -> str:
@@ -59,7 +50,7 @@ def reply(winner: object = "A", a: object = FULL, b: object = FULL, **extra: obj
 
 
 async def test_request_shows_question_answers_chunks_and_dates() -> None:
-    model = ScriptedModel(reply())
+    model = scripted(reply())
     judge = LLMPairwiseJudge(model)
     await judge.judge(QUESTION, GROUNDED, UNGROUNDED)
     (request,) = model.requests
@@ -84,7 +75,7 @@ def test_format_chunks_without_chunks() -> None:
 
 async def test_judgment_carries_scores_reason_raw_and_cost() -> None:
     text = reply("B", a={**FULL, "groundedness": 2})
-    judge = LLMPairwiseJudge(ScriptedModel(text))
+    judge = LLMPairwiseJudge(scripted(text))
     j = await judge.judge(QUESTION, GROUNDED, UNGROUNDED)
     assert j.winner == "B" and j.reason == "A cites the 2026 policy"
     assert j.scores_a == AxisScores(groundedness=2, completeness=4, directness=4, recency=3)
@@ -132,7 +123,7 @@ def test_readable_replies(text: str, winner: str) -> None:
     ],
 )
 async def test_unreadable_replies_could_not_score(text: str, why: str) -> None:
-    judge = LLMPairwiseJudge(ScriptedModel(text))
+    judge = LLMPairwiseJudge(scripted(text))
     j = await judge.judge(QUESTION, GROUNDED, UNGROUNDED)
     assert j.winner is None and j.scores_a is None and j.scores_b is None
     assert j.reason.startswith("could not score") and why in j.reason
@@ -141,12 +132,12 @@ async def test_unreadable_replies_could_not_score(text: str, why: str) -> None:
 
 async def test_custom_axes() -> None:
     axes = [Axis(name="groundedness", rubric="traceable"), Axis(name="tone", rubric="polite and calm")]
-    model = ScriptedModel(reply("A", a={"groundedness": 5, "tone": 2}, b={"groundedness": 3, "tone": 4}))
+    model = scripted(reply("A", a={"groundedness": 5, "tone": 2}, b={"groundedness": 3, "tone": 4}))
     j = await LLMPairwiseJudge(model, axes).judge(QUESTION, GROUNDED, UNGROUNDED)
     assert j.scores_a is not None and j.scores_a.as_dict() == {"groundedness": 5, "tone": 2}
     assert j.scores_a.completeness is None
     assert "- tone: polite and calm" in model.requests[0].messages[0].content
-    missing = ScriptedModel(reply("A"))  # the default axes only: no "tone"
+    missing = scripted(reply("A"))  # the default axes only: no "tone"
     assert (await LLMPairwiseJudge(missing, axes).judge(QUESTION, GROUNDED, UNGROUNDED)).winner is None
 
 

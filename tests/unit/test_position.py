@@ -233,10 +233,10 @@ def test_outcome_is_frozen() -> None:
 
 
 async def test_judge_never_sees_which_side_is_champion_or_challenger() -> None:
-    from ragreplay.core.chat import ChatRequest, ChatResponse
-    from ragreplay.core.types import Case, Feedback
+    from builders import make_case
     from ragreplay.judges.pairwise import LLMPairwiseJudge
     from ragreplay.providers.fake import FakeChatModel
+    from ragreplay.providers.scripted import ScriptedChatModel
     from ragreplay.targets.fake import FakeTarget
 
     question = "How many days of annual leave do I get?"
@@ -248,30 +248,14 @@ async def test_judge_never_sees_which_side_is_champion_or_challenger() -> None:
         {question: {"answer": "25 days.", "contexts": [{"id": "leave-2026#1", "text": "Leave is 25 days."}]}},
         name="challenger-x",
     )
-    case = Case(
-        id="c1",
-        conversation_id="conv1",
-        turn_index=1,
-        query=question,
-        history=(),
-        old_answer="20",
-        feedback=Feedback.GOOD,
-    )
+    case = make_case(conversation_id="conv1", query=question, old_answer="20")
     sides = []
     for target in (champion, challenger):
         answer = await target.answer(question, case)
         sides.append(PairwiseSide(answer=answer.text, contexts=list(answer.contexts)))
 
-    class Recording(FakeChatModel):
-        def __init__(self) -> None:
-            super().__init__()
-            self.requests: list[ChatRequest] = []
-
-        async def complete(self, request: ChatRequest) -> ChatResponse:
-            self.requests.append(request)
-            return await super().complete(request)
-
-    model = Recording()
+    fake = FakeChatModel()
+    model = ScriptedChatModel(fake.complete, name=fake.name)  # the fake's answers, its requests recorded
     await judge_pair(LLMPairwiseJudge(model), question, sides[0], sides[1])
     assert len(model.requests) == 2
     firsts = set()

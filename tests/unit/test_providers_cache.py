@@ -12,6 +12,7 @@ import pytest
 from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.types import TokenUsage
 from ragreplay.providers.cache import CachedModel, cache_key
+from ragreplay.providers.scripted import ScriptedChatModel
 
 
 class DictBackend:
@@ -38,31 +39,26 @@ class BrokenBackend(DictBackend):
         raise OSError("disk full")
 
 
-class PaidModel:
-    """Answers with a counter, costs money, and can be held on a gate."""
+class PaidModel(ScriptedChatModel):
+    """Answers "answer N" on its N-th call, costs money, and can be held on a gate; raises ``errors`` first."""
 
     def __init__(self, gate: asyncio.Event | None = None, errors: list[Exception] | None = None) -> None:
-        self.calls = 0
-        self.gate = gate
-        self.errors = list(errors or [])
+        pending = list(errors or [])
 
-    @property
-    def name(self) -> str:
-        return "paid:model"
+        async def respond(request: ChatRequest) -> ChatResponse:
+            if gate is not None:
+                await gate.wait()
+            if pending:
+                raise pending.pop(0)
+            return ChatResponse(
+                text=f"answer {self.calls}",
+                model="m",
+                usage=TokenUsage(input=100, output=20),
+                cost_usd=0.25,
+                latency_ms=812.0,
+            )
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.calls += 1
-        if self.gate is not None:
-            await self.gate.wait()
-        if self.errors:
-            raise self.errors.pop(0)
-        return ChatResponse(
-            text=f"answer {self.calls}",
-            model="m",
-            usage=TokenUsage(input=100, output=20),
-            cost_usd=0.25,
-            latency_ms=812.0,
-        )
+        super().__init__(respond, name="paid:model")
 
 
 def req(content: str = "hi", temperature: float = 0.0, **hints: Any) -> ChatRequest:

@@ -7,9 +7,10 @@ import random
 
 import pytest
 
-from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.providers.limits import LimitedModel, RateLimiter
+from ragreplay.providers.scripted import ScriptedChatModel
 
 REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hi"),))
 
@@ -29,35 +30,23 @@ class FakeTime:
         self.now += seconds
 
 
-class CountingModel:
-    """Records peak concurrency and call times; fails with the scripted errors first."""
+class CountingModel(ScriptedChatModel):
+    """Answers "ok" after ``delay`` seconds, failing with the scripted errors first; stamps each call's start
+    on ``clock`` (peak concurrency: ``peak_in_flight``)."""
 
     def __init__(self, errors: list[ProviderError] | None = None, delay: float = 0.0, clock=None) -> None:
-        self.errors = list(errors or [])
-        self.delay = delay
-        self.clock = clock
-        self.calls = 0
-        self.in_flight = 0
-        self.peak = 0
+        pending = list(errors or [])
         self.started_at: list[float] = []
 
-    @property
-    def name(self) -> str:
-        return "count:model"
+        async def respond(request: ChatRequest) -> str:
+            if clock is not None:
+                self.started_at.append(clock())
+            await asyncio.sleep(delay)
+            if pending:
+                raise pending.pop(0)
+            return "ok"
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.calls += 1
-        if self.clock is not None:
-            self.started_at.append(self.clock())
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            await asyncio.sleep(self.delay)
-            if self.errors:
-                raise self.errors.pop(0)
-            return ChatResponse(text="ok", model=self.name)
-        finally:
-            self.in_flight -= 1
+        super().__init__(respond, name="count:model")
 
 
 def transient(status: int = 503, retry_after: float | None = None) -> ProviderError:
@@ -69,7 +58,7 @@ async def test_concurrency_never_exceeds_the_cap() -> None:
     limited = LimitedModel(inner, max_concurrency=3)
     await asyncio.gather(*(limited.complete(REQUEST) for _ in range(20)))
     assert inner.calls == 20
-    assert inner.peak == 3
+    assert inner.peak_in_flight == 3
     assert limited.gate.peak_in_flight == 3
     assert limited.gate.in_flight == 0
 

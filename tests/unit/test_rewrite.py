@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from ragreplay.core.chat import ChatRequest, ChatResponse
-from ragreplay.core.types import Case, Feedback, Message, Role
+from builders import make_case, make_history
+from ragreplay.core.types import Case, Feedback, Message
+from ragreplay.providers.scripted import ScriptedChatModel
 from ragreplay.replay.rewrite import REWRITE_PROMPT_VERSION, LocalRewriter, Rewriter, is_follow_up
 
 
-class _Scripted:
-    name = "scripted:rw"
-
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-        self.calls = 0
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.calls += 1
-        return ChatResponse(text=self.reply, model=self.name)
+def _model(reply: str) -> ScriptedChatModel:
+    return ScriptedChatModel([reply], name="scripted:rw")
 
 
 def _case(history: tuple[Message, ...]) -> Case:
-    return Case(
+    return make_case(
         id="c",
         conversation_id="k",
         turn_index=3,
@@ -33,20 +26,17 @@ def _case(history: tuple[Message, ...]) -> Case:
     )
 
 
-HISTORY = (
-    Message(role=Role.HUMAN, content="Who is Lisa Simpson?"),
-    Message(role=Role.AI, content="A character."),
-)
+HISTORY = make_history("Who is Lisa Simpson?", "A character.")
 
 
 async def test_no_history_makes_no_call() -> None:
-    model = _Scripted("unused")
+    model = _model("unused")
     rewrite = await Rewriter(model).rewrite(_case(()))
     assert model.calls == 0 and rewrite.query == "How old is she?" and not rewrite.rewritten
 
 
 async def test_rewrite_with_history() -> None:
-    model = _Scripted('{"standalone": false, "query": "How old is Lisa Simpson?"}')
+    model = _model('{"standalone": false, "query": "How old is Lisa Simpson?"}')
     rewrite = await Rewriter(model).rewrite(_case(HISTORY))
     assert model.calls == 1
     assert rewrite.rewritten and rewrite.query == "How old is Lisa Simpson?"
@@ -54,14 +44,14 @@ async def test_rewrite_with_history() -> None:
 
 
 async def test_standalone_reply_keeps_query() -> None:
-    rewrite = await Rewriter(_Scripted('{"standalone": true, "query": "How old is she?"}')).rewrite(
+    rewrite = await Rewriter(_model('{"standalone": true, "query": "How old is she?"}')).rewrite(
         _case(HISTORY)
     )
     assert not rewrite.rewritten and rewrite.query == "How old is she?"
 
 
 async def test_unreadable_reply_keeps_original_with_note() -> None:
-    rewrite = await Rewriter(_Scripted("no idea")).rewrite(_case(HISTORY))
+    rewrite = await Rewriter(_model("no idea")).rewrite(_case(HISTORY))
     assert rewrite.query == "How old is she?" and not rewrite.rewritten and "unreadable" in rewrite.note
 
 
@@ -82,20 +72,11 @@ def test_follow_up_detection(query: str, expected: bool) -> None:
 
 
 async def test_local_rewriter_prepends_first_and_previous_questions() -> None:
-    history = (
-        Message(role=Role.HUMAN, content="What is the remote work policy?"),
-        Message(role=Role.AI, content="Two days a week."),
-        Message(role=Role.HUMAN, content="Does it apply to warehouse staff?"),
-        Message(role=Role.AI, content="No."),
+    history = make_history(
+        "What is the remote work policy?", "Two days a week.", "Does it apply to warehouse staff?", "No."
     )
-    case = Case(
-        id="c",
-        conversation_id="k",
-        turn_index=5,
-        query="And for managers?",
-        history=history,
-        old_answer="x",
-        feedback=Feedback.GOOD,
+    case = make_case(
+        id="c", conversation_id="k", turn_index=5, query="And for managers?", history=history, old_answer="x"
     )
     rewrite = await LocalRewriter().rewrite(case)
     assert rewrite.rewritten and rewrite.model == "local:concat"

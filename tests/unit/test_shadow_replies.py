@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ragreplay.shadow.replies import RequestFields, is_event_stream, parse_reply, sse_events
+from ragreplay.shadow.payloads import RequestFields, is_event_stream, parse_reply, sse_events
 
 SSE = "text/event-stream; charset=utf-8"
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragreplay.core.types import Answer, Case, Feedback, Message, RetrievedChunk, Role, TokenUsage
+import builders
+from builders import make_history
+from ragreplay.core.types import Answer, Case, Feedback, RetrievedChunk, TokenUsage
 from ragreplay.errors import ConfigError
 from ragreplay.targets.config import normalise_question, parse_target_config
 from ragreplay.targets.fake import FakeTarget
@@ -26,15 +28,13 @@ def make_case(
     old_answer: str = "25 days a year.",
     retrieved: tuple[RetrievedChunk, ...] = (),
 ) -> Case:
-    return Case(
+    """This file's usual case: a follow-up about Lisa, rated bad; its id follows the conversation and turn."""
+    return builders.make_case(
         id=f"case_{conversation_id}_{turn_index}",
         conversation_id=conversation_id,
         turn_index=turn_index,
         query=query,
-        history=(
-            Message(role=Role.HUMAN, content="Who is Lisa?"),
-            Message(role=Role.AI, content="Lisa is the HR lead."),
-        ),
+        history=make_history("Who is Lisa?", "Lisa is the HR lead."),
         old_answer=old_answer,
         feedback=Feedback.BAD,
         retrieved=retrieved,

@@ -14,9 +14,9 @@ from rich.table import Table
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.compare.cases import questions_for, resolve_cases
-from ragreplay.compare.service import load_targets, parse_challengers, run_comparison
+from ragreplay.compare.comparison_run import load_targets, parse_challengers, run_comparison
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.compare.stored import show_comparison
-from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.writer import StoreWriter

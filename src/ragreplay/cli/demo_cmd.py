@@ -14,11 +14,11 @@ from rich.table import Table
 
 from ragreplay.cli.common import console
 from ragreplay.cli.run_cmd import run_replay
-from ragreplay.core.summary import RunSummary
+from ragreplay.core.run_summary import RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.demo.configs import demo_config
 from ragreplay.ingest import ingest_file
-from ragreplay.replay.service import select_cases, summarize_run
+from ragreplay.replay.replay_run import select_cases, summarize_run
 from ragreplay.report import render
 from ragreplay.report.labels import RATE_LABELS, rate_of, rate_text, truncate
 from ragreplay.settings import Settings

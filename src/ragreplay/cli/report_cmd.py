@@ -11,7 +11,7 @@ from rich.table import Table
 from ragreplay.cli.common import console, open_store, settings_from
 from ragreplay.core.runs import ResultStatus
 from ragreplay.errors import ConfigError
-from ragreplay.replay.service import summarize_run
+from ragreplay.replay.replay_run import summarize_run
 from ragreplay.report import FORMATS, render
 from ragreplay.report.terminal import build_renderable
 

@@ -21,7 +21,7 @@ from ragreplay.core.runs import RunRecord
 from ragreplay.core.types import Case
 from ragreplay.jobs import runner
 from ragreplay.ports import Target
-from ragreplay.replay.service import replay, select_cases, summarize_run
+from ragreplay.replay.replay_run import replay, select_cases, summarize_run
 from ragreplay.report.terminal import build_renderable
 from ragreplay.settings import Settings
 from ragreplay.store import Store

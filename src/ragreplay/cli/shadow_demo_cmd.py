@@ -16,7 +16,7 @@ from ragreplay.demo.shadow_demo import first_questions, run_traffic
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import ingest_file
 from ragreplay.judges.build import default_fit_judge
-from ragreplay.replay.service import select_cases
+from ragreplay.replay.replay_run import select_cases
 from ragreplay.report.compare_json import render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from ragreplay.compare.hygiene import expected_language, is_wrong_language
+from ragreplay.compare.checks import expected_language, is_wrong_language
 from ragreplay.core.compare_stats import CompareRow, Preferred
 from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.core.types import Answer, Case, Fit

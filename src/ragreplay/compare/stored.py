@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ragreplay.compare.summary import ComparisonSummary, build_summary
+from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.ids import content_hash
 from ragreplay.errors import RagreplayError

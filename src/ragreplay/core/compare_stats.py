@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragreplay.core.summary import RateValue, VerdictRates, percentile
+from ragreplay.core.run_summary import RateValue, VerdictRates, percentile
 from ragreplay.core.types import Feedback, Fit, Verdict
 from ragreplay.core.verdicts import verdict_for
 

@@ -19,7 +19,7 @@ from ragreplay.asgi.serving import serve_in_thread
 from ragreplay.core.types import Case
 from ragreplay.demo.configs import demo_config
 from ragreplay.shadow.mirror import FeedbackTap
-from ragreplay.shadow.replies import RequestFields
+from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.sampler import Sampler
 from ragreplay.shadow.serve_app import build_app
 from ragreplay.store import Store

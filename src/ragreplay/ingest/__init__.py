@@ -24,7 +24,7 @@ from ragreplay.ingest.flat import read_flat
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.openai_chat import read_openai
 from ragreplay.ingest.problems import ProblemLog, ProgressFn, open_binary
-from ragreplay.ingest.summary import IngestSummary, Tally
+from ragreplay.ingest.tally import IngestSummary, Tally
 
 __all__ = [
     "FORMATS",

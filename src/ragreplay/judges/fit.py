@@ -12,7 +12,7 @@ import re
 from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case, Fit, Judgment
-from ragreplay.judges.replies import parse_json_object
+from ragreplay.judges.json_reply import parse_json_object
 from ragreplay.ports import ChatModel
 
 FIT_SYSTEM_PROMPT = """\

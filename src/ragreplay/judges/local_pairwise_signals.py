@@ -10,7 +10,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from typing import Protocol
 
 import numpy as np
 
@@ -39,14 +38,6 @@ _FILLER = re.compile(
     r"|natuurlijk|zeker|goede vraag|bedankt voor (?:je|uw) vraag|graag)\b",
     re.IGNORECASE,
 )
-
-
-class TextEncoder(Protocol):
-    """Turns texts into unit-length rows."""
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """One row per text."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -276,7 +267,7 @@ def recency(
 
 
 def pair_signals(
-    encoder: TextEncoder, question: str, a: PairwiseSide, b: PairwiseSide, thresholds: Mapping[str, float]
+    encoder: sig.TextEncoder, question: str, a: PairwiseSide, b: PairwiseSide, thresholds: Mapping[str, float]
 ) -> PairSignals:
     """Measure both sides of a pair with one embedding batch (texts in sorted order, so the batch is the same
     whichever side is A)."""

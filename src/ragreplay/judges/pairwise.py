@@ -21,7 +21,7 @@ from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.core.ids import content_hash
 from ragreplay.core.pairwise import AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError
-from ragreplay.judges.replies import parse_json_object
+from ragreplay.judges.json_reply import parse_json_object
 from ragreplay.ports import ChatModel
 
 _AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")

@@ -12,7 +12,7 @@ from ragreplay.core.chat import ChatMessage, ChatRequest
 from ragreplay.core.ids import content_hash
 from ragreplay.core.lexicon import FOLLOW_UP_OPENERS, PRONOUNS
 from ragreplay.core.types import Case, Rewrite, Role
-from ragreplay.judges.replies import parse_json_object
+from ragreplay.judges.json_reply import parse_json_object
 from ragreplay.ports import ChatModel
 
 REWRITE_SYSTEM_PROMPT = """\

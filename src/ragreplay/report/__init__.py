@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragreplay.core.summary import RunSummary
+from ragreplay.core.run_summary import RunSummary
 from ragreplay.report.json_report import render_json
 from ragreplay.report.markdown import render_markdown
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.errors import ConfigError
 
 FORMATS = ("text", "md", "json")

@@ -3,7 +3,7 @@ same thing."""
 
 from __future__ import annotations
 
-from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, PreferenceStats, TagBreakdown
 from ragreplay.report.labels import pct, rate_text
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
 
 

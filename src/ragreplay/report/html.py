@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ragreplay.core.summary import RunSummary
+from ragreplay.core.run_summary import RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.report.labels import (
     RATE_LABELS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ragreplay.core.summary import RunSummary
+from ragreplay.core.run_summary import RunSummary
 
 
 def render_json(summary: RunSummary) -> str:

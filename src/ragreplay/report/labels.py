@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragreplay.core.summary import RateValue, RunSummary, VerdictRates
+from ragreplay.core.run_summary import RateValue, RunSummary, VerdictRates
 from ragreplay.core.types import Verdict
 
 VERDICT_MEANING = {

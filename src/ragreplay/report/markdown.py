@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragreplay.core.summary import CaseRow, RunSummary
+from ragreplay.core.run_summary import CaseRow, RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.report.labels import (
     RATE_LABELS,

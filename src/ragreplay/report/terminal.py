@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragreplay.core.summary import CaseRow, RunSummary
+from ragreplay.core.run_summary import CaseRow, RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.report.labels import (
     RATE_LABELS,

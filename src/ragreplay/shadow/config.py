@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragreplay.shadow.mirror import FeedbackTap
-from ragreplay.shadow.replies import RequestFields
+from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.sampler import SamplingConfig
 
 

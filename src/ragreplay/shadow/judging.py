@@ -17,9 +17,9 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from ragreplay.compare.hygiene import expected_language, is_wrong_language
+from ragreplay.compare.checks import expected_language, is_wrong_language
+from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.compare.runner import side_of
-from ragreplay.compare.summary import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow, Preferred
 from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowRow
@@ -291,9 +291,10 @@ def shadow_summary(
 
 def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSummary:
     """The figures of the judged rows with ``ts >= start`` with the users' feedback on those requests: the
-    numbers of :func:`shadow_summary` over ``store.shadow_judgments.load_shadow_judgments(start)``, but read as a stream and with
-    rows that hold no question, answer, reason or judge reply, so memory does not grow with the texts. For
-    pages that show figures only; the JSON report, which lists the rows whole, needs :func:`shadow_summary`."""
+    numbers of :func:`shadow_summary` over ``store.shadow_judgments.load_shadow_judgments(start)``, but read
+    as a stream and with rows that hold no question, answer, reason or judge reply, so memory does not grow
+    with the texts. For pages that show figures only; the JSON report, which lists the rows whole, needs
+    :func:`shadow_summary`."""
     collector = _Collector(texts=False)
     with gc_paused():
         for row, record in store.shadow_judgments.iter_shadow_judgments(start):

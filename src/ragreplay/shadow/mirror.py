@@ -28,10 +28,10 @@ import aiohttp
 from ragreplay.asgi import Receive, Scope, Send, read_json_object, run_lifespan, send_body, send_json
 from ragreplay.core.retry import RetryPolicy, retry_after_seconds
 from ragreplay.core.types import Answer, Case
-from ragreplay.shadow.core import Shadow
+from ragreplay.shadow.library import Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
 from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
-from ragreplay.shadow.replies import RequestFields, lookup, parse_reply
+from ragreplay.shadow.payloads import RequestFields, lookup, parse_reply
 
 _EXCERPT = 200
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.shadow.config import ShadowServeConfig
-from ragreplay.shadow.core import Shadow
+from ragreplay.shadow.library import Shadow
 from ragreplay.shadow.log import ShadowLog
 from ragreplay.shadow.mirror import FeedbackTap, MirrorHttpTarget, ProxyMirror, ShadowServeApp
+from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
 from ragreplay.shadow.proxy import create_proxy
-from ragreplay.shadow.replies import RequestFields
 from ragreplay.shadow.sampler import Sampler
 from ragreplay.store import Store
 

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 from pydantic import ValidationError
 
-from ragreplay.compare.summary import ComparisonSummary
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Fit

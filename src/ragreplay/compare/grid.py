@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ragreplay.compare.hygiene import same_family_warnings
+from ragreplay.compare.checks import same_family_warnings
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow, PositionFigures, summarize_challenger
 from ragreplay.judges.position import OrderMode, PairOutcome, position_stats
 

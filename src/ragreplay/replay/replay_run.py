@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragreplay.core.ids import content_hash
+from ragreplay.core.run_summary import RunSummary, summarize
 from ragreplay.core.runs import RunRecord, RunStatus
-from ragreplay.core.summary import RunSummary, summarize
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.jobs.runner import Progress, ProgressCallback

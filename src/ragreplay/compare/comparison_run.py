@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.compare.runner import CaseComparison, ComparisonSetup, compare_case, side_dates
 from ragreplay.compare.stored import comparison_config, plan_comparison, row_records, summary_from_store
-from ragreplay.compare.summary import ComparisonSummary
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import JobPlan, Progress, run_job

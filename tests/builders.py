@@ -1,0 +1,51 @@
+"""Builders of the domain objects tests need, with sensible defaults: name only what a test is about."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from ragreplay.core.types import Case, Feedback, Message, RetrievedChunk, Role
+
+
+def make_case(
+    *,
+    id: str = "c1",
+    conversation_id: str = "conv",
+    turn_index: int = 1,
+    query: str = "q",
+    history: tuple[Message, ...] = (),
+    old_answer: str = "old",
+    feedback: Feedback = Feedback.GOOD,
+    retrieved: tuple[RetrievedChunk, ...] = (),
+    tags: Mapping[str, str] | None = None,
+    ts: datetime | None = None,
+    user_id: str | None = None,
+) -> Case:
+    """A :class:`~ragreplay.core.types.Case`: by default the first turn ``c1`` of conversation ``conv``, asking
+    ``q``, once answered ``old`` and rated good, without history, retrieval, tags, time or user.
+
+    A test module with its own usual case binds its defaults once, e.g.
+    ``make_case = functools.partial(builders.make_case, feedback=Feedback.BAD)``; keywords still override.
+    """
+    return Case(
+        id=id,
+        conversation_id=conversation_id,
+        turn_index=turn_index,
+        query=query,
+        history=history,
+        old_answer=old_answer,
+        feedback=feedback,
+        retrieved=retrieved,
+        tags=dict(tags or {}),
+        ts=ts,
+        user_id=user_id,
+    )
+
+
+def make_history(*contents: str) -> tuple[Message, ...]:
+    """Messages alternating human and AI, the first one human: ``make_history("Who is Lisa?", "The HR lead.")``."""
+    return tuple(
+        Message(role=Role.HUMAN if i % 2 == 0 else Role.AI, content=content)
+        for i, content in enumerate(contents)
+    )
