@@ -82,13 +82,13 @@ def seed(store: Store, url: str, n: int, days: int, now: datetime) -> float:
                     query=f"question {i} about leave days",
                     tags={"dept": rng.choice(["hr", "it", "fin", "ops"]), "lang": rng.choice(["en", "nl"])},
                     challenger=challenger,
-                    champion=ShadowAnswer(
+                    champion_answer=ShadowAnswer(
                         text="champion answer " * 20,
                         chunk_ids=["a#1", "b#2"],
                         latency_ms=rng.uniform(50, 500),
                         cost_usd=0.001,
                     ),
-                    candidate=ShadowAnswer(
+                    challenger_answer=ShadowAnswer(
                         text="challenger answer " * 20,
                         chunk_ids=["c#1"],
                         latency_ms=rng.uniform(50, 500),

@@ -53,8 +53,8 @@ def make_row(i: int) -> ShadowRow:
         request_id=f"r{i}",
         query="q",
         challenger="b",
-        champion=ShadowAnswer(text="a"),
-        candidate=ShadowAnswer(),
+        champion_answer=ShadowAnswer(text="a"),
+        challenger_answer=ShadowAnswer(),
     )
 
 

@@ -31,7 +31,7 @@ def test_shadow_demo_logs_judges_and_reports_every_request(
         judged = store.shadow_judgments.load_shadow_judgments()
         assert store.shadow_feedback.count_shadow_feedback() == (N, N)
     assert len(rows) == N and len(judged) == N
-    assert all(r.champion.latency_ms and r.candidate.latency_ms for r in rows)
+    assert all(r.champion_answer.latency_ms and r.challenger_answer.latency_ms for r in rows)
     users = {c.user_id for c in cases if c.user_id}
     assert users and all(r.user_hash and r.user_hash not in users for r in rows if r.user_hash)  # hashed
     assert sum(r.user_hash is not None for r in rows) == sum(c.user_id is not None for c in cases)
@@ -42,7 +42,7 @@ def test_shadow_demo_logs_judges_and_reports_every_request(
     assert all(item.source == "tap" for item in labels.values())
     # the champion runs the production configuration: it mostly gives the answers users rated
     logged = {c.query: c.old_answer for c in cases}
-    assert sum(logged[r.query] == r.champion.text for r in rows) >= 0.75 * N
+    assert sum(logged[r.query] == r.champion_answer.text for r in rows) >= 0.75 * N
     report = (out / "shadow-report.md").read_text(encoding="utf-8")
     good = sum(c.feedback.value == "good" for c in cases)
     assert f"| users rated champion good / bad | {good} / {N - good} |" in report

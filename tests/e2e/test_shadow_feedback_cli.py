@@ -29,7 +29,9 @@ def _seed(url: str, shadowed: list[str], live: list[ShadowFeedback] | None = Non
     with Store.open(url) as store:
         store.shadow_rows.write_shadow_rows(
             [
-                ShadowRow(request_id=rid, query="q", challenger=c, champion=side, candidate=side)
+                ShadowRow(
+                    request_id=rid, query="q", challenger=c, champion_answer=side, challenger_answer=side
+                )
                 for rid in shadowed
                 for c in ("b", "c")
             ]

@@ -30,8 +30,8 @@ def seed(url: str) -> None:
             ts=now - timedelta(days=days),
             query="q",
             challenger=c,
-            champion=SIDE,
-            candidate=SIDE,
+            champion_answer=SIDE,
+            challenger_answer=SIDE,
         )
         for rid, days in ages.items()
         for c in ("b", "c")
@@ -42,8 +42,8 @@ def seed(url: str) -> None:
             ts=now - timedelta(minutes=10),
             query="q",
             challenger="b",
-            champion=SIDE,
-            candidate=SIDE,
+            champion_answer=SIDE,
+            challenger_answer=SIDE,
         )
     )
     with Store.open(url) as store:
@@ -195,7 +195,12 @@ def test_vacuum(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         store.shadow_rows.write_shadow_rows(
             [
                 ShadowRow(
-                    request_id=f"big{i}", ts=old, query="q", challenger="b", champion=big, candidate=big
+                    request_id=f"big{i}",
+                    ts=old,
+                    query="q",
+                    challenger="b",
+                    champion_answer=big,
+                    challenger_answer=big,
                 )
                 for i in range(200)
             ]

@@ -70,8 +70,10 @@ def make_row(
         query=query,
         tags=tags or {},
         challenger=challenger,
-        champion=ShadowAnswer(text=champion, chunk_ids=[f"doc{rid}#1"], latency_ms=100.0, cost_usd=0.001),
-        candidate=ShadowAnswer(
+        champion_answer=ShadowAnswer(
+            text=champion, chunk_ids=[f"doc{rid}#1"], latency_ms=100.0, cost_usd=0.001
+        ),
+        challenger_answer=ShadowAnswer(
             text=candidate, chunk_ids=[f"doc{rid}#2"], latency_ms=160.0, cost_usd=0.003, error=error
         ),
     )
@@ -385,10 +387,10 @@ def test_one_row_whole_with_its_twin(client: TestClient) -> None:
     html = get_page(client, "/rows/long")
     data = twin(client, "/rows/long.json")
     assert html.all(id="row-detail", data_row_id="long")
-    assert LONG in html.text and data["candidate"]["text"] == LONG
-    assert data["champion"]["chunk_ids"] == ["doclong#1"] and "doclong#2" in html.text
-    assert data["candidate"]["latency_ms"] == 160.0 and "160 ms" in html.text
-    assert data["candidate"]["cost_usd"] == 0.003 and "$0.0030" in html.text
+    assert LONG in html.text and data["challenger_answer"]["text"] == LONG
+    assert data["champion_answer"]["chunk_ids"] == ["doclong#1"] and "doclong#2" in html.text
+    assert data["challenger_answer"]["latency_ms"] == 160.0 and "160 ms" in html.text
+    assert data["challenger_answer"]["cost_usd"] == 0.003 and "$0.0030" in html.text
     judgment = data["judgment"]
     assert judgment["agreement"] == "NO_FIT" and judgment["agreement"] in html.text
     assert judgment["consistent"] is not None and judgment["reasons"]
@@ -404,7 +406,7 @@ def test_one_row_whole_with_its_twin(client: TestClient) -> None:
     fresh = twin(client, "/rows/fresh.json")
     assert fresh["judgment"] is None and "Not judged yet" in get_page(client, "/rows/fresh").text
     failed = twin(client, "/rows/failed.json")
-    assert failed["candidate"]["error"] == "TimeoutError: 30 s" and failed["judgment"]["error"]
+    assert failed["challenger_answer"]["error"] == "TimeoutError: 30 s" and failed["judgment"]["error"]
 
     missing = get_page(client, "/rows/nope", status=404)
     assert "There is no shadow row with id 'nope'" in missing.text

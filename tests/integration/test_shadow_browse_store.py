@@ -25,8 +25,8 @@ def make_row(rid: str, ts: datetime, challenger: str = "b", tags: dict[str, str]
         query=f"question {rid}",
         tags=tags if tags is not None else {"dept": "hr"},
         challenger=challenger,
-        champion=ShadowAnswer(text=f"champion {rid}", chunk_ids=["c1"], latency_ms=10.0),
-        candidate=ShadowAnswer(text=f"candidate {rid}", chunk_ids=["c2"], latency_ms=20.0),
+        champion_answer=ShadowAnswer(text=f"champion {rid}", chunk_ids=["c1"], latency_ms=10.0),
+        challenger_answer=ShadowAnswer(text=f"candidate {rid}", chunk_ids=["c2"], latency_ms=20.0),
     )
 
 
@@ -142,7 +142,7 @@ def test_one_row_with_its_judgment(seeded: Store) -> None:
     found = seeded.shadow_browse.shadow_row_with_judgment("a4")
     assert found is not None
     row, judgment = found
-    assert row.tags[WEIRD_KEY] == 'x"<y>' and row.candidate.chunk_ids == ["c2"]
+    assert row.tags[WEIRD_KEY] == 'x"<y>' and row.challenger_answer.chunk_ids == ["c2"]
     assert judgment is not None and (judgment.fit, judgment.winner) == (Fit.NO_FIT, "tie")
     unjudged = seeded.shadow_browse.shadow_row_with_judgment("unjudged")
     assert unjudged is not None and unjudged[1] is None and unjudged[0].id == "unjudged"

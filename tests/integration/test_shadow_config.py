@@ -164,8 +164,8 @@ def test_a_proxy_built_from_a_file_shadows_and_reads_feedback(
     for gen in (champion, challenger):
         next(gen, None)
     (row,) = store.shadow_rows.iter_shadow_rows()
-    assert row.request_id == answer["id"] and row.candidate.text == "cand says hi"
-    assert row.champion.chunk_ids == ["champ#1"]
+    assert row.request_id == answer["id"] and row.challenger_answer.text == "cand says hi"
+    assert row.champion_answer.chunk_ids == ["champ#1"]
     assert store.shadow_feedback.shadow_feedback_for([answer["id"]])[answer["id"]].feedback == Feedback.BAD
 
 

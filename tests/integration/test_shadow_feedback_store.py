@@ -54,7 +54,7 @@ def test_replaying_a_batch_changes_nothing(store: Store) -> None:
 def test_counts_tell_labels_on_shadowed_requests_apart(store: Store) -> None:
     side = ShadowAnswer(text="x")
     rows = [
-        ShadowRow(request_id=rid, query="q", challenger=c, champion=side, candidate=side)
+        ShadowRow(request_id=rid, query="q", challenger=c, champion_answer=side, challenger_answer=side)
         for rid in ("r1", "r2")
         for c in ("a", "b")
     ]

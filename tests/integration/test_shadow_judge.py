@@ -36,8 +36,8 @@ def row(
         query=QUESTION,
         tags={"dept": dept},
         challenger=challenger,
-        champion=ShadowAnswer(text=champion, latency_ms=100.0, cost_usd=0.001),
-        candidate=ShadowAnswer(text=candidate, latency_ms=150.0, cost_usd=0.003, error=error),
+        champion_answer=ShadowAnswer(text=champion, latency_ms=100.0, cost_usd=0.001),
+        challenger_answer=ShadowAnswer(text=candidate, latency_ms=150.0, cost_usd=0.003, error=error),
     )
 
 

@@ -23,7 +23,13 @@ SIDE = ShadowAnswer(text="employees get 25 leave days")
 
 def row(rid: str, request_id: str, ts: datetime, challenger: str = "b") -> ShadowRow:
     return ShadowRow(
-        id=rid, ts=ts, request_id=request_id, query="q", challenger=challenger, champion=SIDE, candidate=SIDE
+        id=rid,
+        ts=ts,
+        request_id=request_id,
+        query="q",
+        challenger=challenger,
+        champion_answer=SIDE,
+        challenger_answer=SIDE,
     )
 
 
@@ -176,8 +182,8 @@ def test_reclaim_space_shrinks_sqlite_and_is_left_to_autovacuum_on_postgresql(st
                 request_id=f"req{i}",
                 query="q",
                 challenger="b",
-                champion=big,
-                candidate=big,
+                champion_answer=big,
+                challenger_answer=big,
             )
             for i in range(300)
         ]

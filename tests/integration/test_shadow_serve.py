@@ -117,11 +117,11 @@ def test_users_get_the_champion_and_rows_add_up(
     expected = (final.sampled - final.dropped) * 2 - final.rows_lost - final.rows_dropped
     rows = list(store.shadow_rows.iter_shadow_rows())
     assert len(rows) == expected == final.rows_written == 2 * (N - unreadable)
-    errors = Counter((row.challenger, (row.candidate.error or "").split(" ")[0]) for row in rows)
+    errors = Counter((row.challenger, (row.challenger_answer.error or "").split(" ")[0]) for row in rows)
     assert errors == {("broken", "HTTP"): N - unreadable, ("hanging", "timeout"): N - unreadable}
-    assert all(r.candidate.error.startswith("HTTP 500") for r in rows if r.challenger == "broken")
+    assert all(r.challenger_answer.error.startswith("HTTP 500") for r in rows if r.challenger == "broken")
     row = next(r for r in rows if r.challenger == "broken")
-    assert row.champion.text.startswith("champion: q") and row.champion.chunk_ids == ["cao#12"]
+    assert row.champion_answer.text.startswith("champion: q") and row.champion_answer.chunk_ids == ["cao#12"]
     assert row.tags == {"department": "hr"} and row.user_hash is not None and row.user_hash != "u0"
     assert app.closed
 
@@ -151,7 +151,7 @@ def test_a_challenger_answering_503_then_200_is_retried_and_the_row_has_the_200(
     next(flaky, None)
 
     rows = sorted(store.shadow_rows.iter_shadow_rows(), key=lambda r: r.query)
-    assert [(r.challenger, r.query, r.candidate.text, r.candidate.error) for r in rows] == [
+    assert [(r.challenger, r.query, r.challenger_answer.text, r.challenger_answer.error) for r in rows] == [
         ("flaky", q, f"flaky: {q}", None) for q in questions
     ]
     assert seen == {q: 2 for q in questions}

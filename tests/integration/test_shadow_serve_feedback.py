@@ -185,9 +185,13 @@ def test_streamed_answers_reach_the_user_in_pieces_and_the_log_whole(store: Stor
     assert body.count(b"data: ") == 5 and b"[DONE]" in body  # the champion's stream, unchanged
     (row,) = store.shadow_rows.iter_shadow_rows()
     assert row.request_id == "champ-q1"
-    assert row.champion.text == "Werknemers krijgen 25 dagen." and row.champion.chunk_ids == ["hr#1"]
-    assert row.champion.latency_ms is not None and row.champion.latency_ms >= 15  # three pieces, 5 ms apart
-    assert row.candidate.text == "25 vakantiedagen." and row.candidate.error is None
+    assert row.champion_answer.text == "Werknemers krijgen 25 dagen." and row.champion_answer.chunk_ids == [
+        "hr#1"
+    ]
+    assert (
+        row.champion_answer.latency_ms is not None and row.champion_answer.latency_ms >= 15
+    )  # three pieces, 5 ms apart
+    assert row.challenger_answer.text == "25 vakantiedagen." and row.challenger_answer.error is None
 
 
 async def cookie_setting_ask(request: Request) -> Response:
@@ -217,5 +221,5 @@ def test_a_challengers_cookie_never_rides_on_the_next_users_request(
         assert httpx.post(url + "/ask", json={"question": question}, trust_env=False).status_code == 200
     next(server, None)
     next(challenger, None)
-    answers = sorted(row.candidate.text for row in store.shadow_rows.iter_shadow_rows())
+    answers = sorted(row.challenger_answer.text for row in store.shadow_rows.iter_shadow_rows())
     assert answers == ["alice cookie=<none>", "bob cookie=<none>"]

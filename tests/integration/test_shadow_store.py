@@ -22,8 +22,8 @@ def row(i: int, at: datetime = T0, challenger: str = "b") -> ShadowRow:
         user_hash="ab" * 32 if i % 2 else None,
         tags={"department": "hr"},
         challenger=challenger,
-        champion=ShadowAnswer(text="old", chunk_ids=["doc1#2"], latency_ms=12.5, cost_usd=0.001),
-        candidate=ShadowAnswer(
+        champion_answer=ShadowAnswer(text="old", chunk_ids=["doc1#2"], latency_ms=12.5, cost_usd=0.001),
+        challenger_answer=ShadowAnswer(
             text="new", chunk_ids=["doc9#1", "doc1#2"], tokens=TokenUsage(input=900, output=60), error=None
         ),
     )
@@ -44,8 +44,8 @@ def test_write_is_idempotent_on_id_and_rows_read_back_equal(store: Store) -> Non
         request_id="r",
         query="q",
         challenger="c",
-        champion=ShadowAnswer(text="x"),
-        candidate=ShadowAnswer.failed("timeout after 30 s", latency_ms=30000.0),
+        champion_answer=ShadowAnswer(text="x"),
+        challenger_answer=ShadowAnswer.failed("timeout after 30 s", latency_ms=30000.0),
     )
     store.shadow_rows.write_shadow_rows([failed])
     assert [r for r in store.shadow_rows.iter_shadow_rows() if r.id == failed.id] == [failed]

@@ -58,10 +58,10 @@ def make_row(i: int, challenger: str, hours: float) -> ShadowRow:
         user_hash=None if i % 2 else f"user{i % 5}",
         tags=tags,
         challenger=challenger,
-        champion=ShadowAnswer(
+        champion_answer=ShadowAnswer(
             text=champion, chunk_ids=[f"doc{i}#1"] if chunks else [], latency_ms=90.0 + i, cost_usd=0.001
         ),
-        candidate=ShadowAnswer(
+        challenger_answer=ShadowAnswer(
             text=candidate,
             chunk_ids=[f"doc{i}#2", f"doc{i}#3"] if chunks else [],
             tokens=TokenUsage(input=10 + i, output=i),
@@ -119,17 +119,17 @@ def reference_summary(
                 challenger=row.challenger,
                 question=row.query,
                 tags=dict(row.tags),
-                champion_answer=row.champion.text,
-                challenger_answer=row.candidate.text,
+                champion_answer=row.champion_answer.text,
+                challenger_answer=row.challenger_answer.text,
                 agreement=record.fit,
                 preference=None if record.winner is None else preferred[record.winner],
                 consistent=record.consistent,
-                champion_latency_ms=row.champion.latency_ms,
-                challenger_latency_ms=row.candidate.latency_ms,
-                champion_cost_usd=row.champion.cost_usd,
-                challenger_cost_usd=row.candidate.cost_usd,
-                champion_wrong_language=is_wrong_language(row.champion.text, expected),
-                challenger_wrong_language=is_wrong_language(row.candidate.text, expected),
+                champion_latency_ms=row.champion_answer.latency_ms,
+                challenger_latency_ms=row.challenger_answer.latency_ms,
+                champion_cost_usd=row.champion_answer.cost_usd,
+                challenger_cost_usd=row.challenger_answer.cost_usd,
+                champion_wrong_language=is_wrong_language(row.champion_answer.text, expected),
+                challenger_wrong_language=is_wrong_language(row.challenger_answer.text, expected),
                 error=record.error,
                 reason=str(record.payload.get("reason", "")),
                 feedback=feedback.get(row.request_id),

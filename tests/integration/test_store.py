@@ -419,3 +419,29 @@ def test_an_in_memory_store_works_for_quick_experiments() -> None:
         store.cases.write_source(source(), [conversation("c1", 1)])
         assert [c.id for c in store.cases.iter_cases()] == ["case_c1_0"]
         assert store.url == "sqlite://"
+
+
+def test_shadow_rows_written_before_the_column_rename_read_back_after_it(store_url: str) -> None:
+    from ragreplay.store.connect import create_store_engine
+
+    engine = create_store_engine(parse_store_url(store_url)[0])
+    try:
+        with engine.connect() as conn, conn.begin():
+            assert migrate(conn, store_url, MIGRATIONS[:5]) == [1, 2, 3, 4, 5]
+            conn.execute(
+                text(
+                    "INSERT INTO shadow_rows (id, ts, request_id, challenger, query, tags, champion, candidate) "
+                    "VALUES ('r1', :ts, 'q1', 'b', 'question', '{}', :champion, :candidate)"
+                ),
+                {
+                    "ts": datetime(2026, 11, 1, tzinfo=UTC),
+                    "champion": '{"text": "old answer"}',
+                    "candidate": '{"text": "new answer"}',
+                },
+            )
+    finally:
+        engine.dispose()
+    with Store.open(store_url) as store:
+        assert store.schema_version() == latest_version()
+        (row,) = store.shadow_rows.iter_shadow_rows()
+    assert (row.champion_answer.text, row.challenger_answer.text) == ("old answer", "new answer")

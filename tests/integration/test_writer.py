@@ -107,8 +107,8 @@ async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store:
             request_id=f"q{i}",
             query="q",
             challenger="b",
-            champion=ShadowAnswer(text="a"),
-            candidate=ShadowAnswer(text="b"),
+            champion_answer=ShadowAnswer(text="a"),
+            challenger_answer=ShadowAnswer(text="b"),
         )
         for i in range(3)
     ]

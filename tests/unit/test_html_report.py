@@ -6,8 +6,8 @@ import re
 from datetime import UTC, datetime
 
 from builders import make_case
-from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
 from ragreplay.core.run_summary import summarize
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Answer, Case, Feedback, Fit, Judgment, RetrievedChunk, Rewrite, Verdict
 from ragreplay.report import render
 

@@ -40,8 +40,8 @@ async def test_champion_answer_returns_unchanged_while_a_challenger_hangs() -> N
     assert shadow.stats().in_flight == 1
     await shadow.aclose()
     row = rows_by_challenger(sink)["slow"]
-    assert row.candidate.error == "timeout after 0.3 s" and row.candidate.latency_ms >= 300
-    assert row.champion.text == "Ja, artikel 12." and row.champion.chunk_ids == ["champ#1"]
+    assert row.challenger_answer.error == "timeout after 0.3 s" and row.challenger_answer.latency_ms >= 300
+    assert row.champion_answer.text == "Ja, artikel 12." and row.champion_answer.chunk_ids == ["champ#1"]
     assert shadow.stats().challenger_timeouts == 1
 
 
@@ -60,11 +60,17 @@ async def test_failing_challengers_become_rows_with_errors_and_nothing_is_raised
     await shadow.aclose()
     rows = rows_by_challenger(sink)
     assert set(rows) == {"ok", "raises", "errors", "hangs", "stubborn"}
-    assert rows["ok"].candidate.error is None and rows["ok"].candidate.text == "ok says hi"
-    assert rows["ok"].candidate.chunk_ids == ["ok#1"] and rows["ok"].candidate.cost_usd == 0.002
-    assert rows["raises"].candidate.error == "RuntimeError: index offline"
-    assert rows["errors"].candidate.error == "rate limited"
-    assert rows["hangs"].candidate.error == rows["stubborn"].candidate.error == "timeout after 0.1 s"
+    assert rows["ok"].challenger_answer.error is None and rows["ok"].challenger_answer.text == "ok says hi"
+    assert (
+        rows["ok"].challenger_answer.chunk_ids == ["ok#1"] and rows["ok"].challenger_answer.cost_usd == 0.002
+    )
+    assert rows["raises"].challenger_answer.error == "RuntimeError: index offline"
+    assert rows["errors"].challenger_answer.error == "rate limited"
+    assert (
+        rows["hangs"].challenger_answer.error
+        == rows["stubborn"].challenger_answer.error
+        == "timeout after 0.1 s"
+    )
     assert len({r.request_id for r in rows.values()}) == 1 and len({r.id for r in rows.values()}) == 5
     assert all(r.tags == {"department": "hr"} for r in rows.values())
     stats = shadow.stats()
@@ -104,9 +110,11 @@ async def test_answers_and_error_messages_are_redacted_too() -> None:
     await shadow.aclose()
     dumped = " ".join(r.model_dump_json() for r in sink.rows.values())
     assert "lisa@acme.nl" not in dumped and "1234 5678" not in dumped
-    texts = {r.champion.text for r in sink.rows.values()} | {r.candidate.text for r in sink.rows.values()}
+    texts = {r.champion_answer.text for r in sink.rows.values()} | {
+        r.challenger_answer.text for r in sink.rows.values()
+    }
     assert "Ik heb [EMAIL] gemaild" in texts and "Bel [PHONE]" in texts
-    assert any(r.champion.error == "HTTP 500: no user [EMAIL]" for r in sink.rows.values())
+    assert any(r.champion_answer.error == "HTTP 500: no user [EMAIL]" for r in sink.rows.values())
 
 
 async def test_privacy_switches_and_a_broken_redactor() -> None:
@@ -131,7 +139,7 @@ async def test_record_shadows_an_answer_the_caller_already_has() -> None:
     shadow.record("q", Answer(text="given", latency_ms=42.0), user_id="u1", tags={"t": "x"})
     await shadow.aclose()
     (row,) = sink.rows.values()
-    assert row.champion.text == "given" and row.champion.latency_ms == 42.0
+    assert row.champion_answer.text == "given" and row.champion_answer.latency_ms == 42.0
     assert challenger.calls[0][1].user_id == "u1" and challenger.calls[0][1].tags == {"t": "x"}
 
 
@@ -196,7 +204,7 @@ async def test_aclose_cancels_challengers_still_running_and_records_them() -> No
     await asyncio.sleep(0.01)
     await shadow.aclose(timeout_s=0.05)
     (row,) = sink.rows.values()
-    assert row.candidate.error == "cancelled: the shadow was closed"
+    assert row.challenger_answer.error == "cancelled: the shadow was closed"
     assert shadow.stats().in_flight == 0
 
 

@@ -298,7 +298,9 @@ def test_validation_streams_in_flat_memory(tmp_path: Path) -> None:
 
 def _shadow_row(request_id: str) -> ShadowRow:
     side = ShadowAnswer(text="x")
-    return ShadowRow(request_id=request_id, query="q", challenger="b", champion=side, candidate=side)
+    return ShadowRow(
+        request_id=request_id, query="q", challenger="b", champion_answer=side, challenger_answer=side
+    )
 
 
 def test_write_in_batches_counts_shadowed_and_older_labels(tmp_path: Path) -> None:

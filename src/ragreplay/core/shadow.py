@@ -74,8 +74,8 @@ class ShadowRow(BaseModel):
     user_hash: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
     challenger: str
-    champion: ShadowAnswer
-    candidate: ShadowAnswer
+    champion_answer: ShadowAnswer
+    challenger_answer: ShadowAnswer
 
     def to_case(self) -> Case:
         """The case the FIT judge sees for this row: the champion's answer plays the old answer."""
@@ -85,8 +85,8 @@ class ShadowRow(BaseModel):
             None,
             self.tags,
             case_id=self.id,
-            old_answer=self.champion.text,
-            retrieved=tuple(RetrievedChunk(id=cid) for cid in self.champion.chunk_ids),
+            old_answer=self.champion_answer.text,
+            retrieved=tuple(RetrievedChunk(id=cid) for cid in self.champion_answer.chunk_ids),
             ts=self.ts,
         )
 

@@ -54,7 +54,9 @@ class Replayer:
                 self.count(state, result)
             else:
                 todo.append((case, result))
-        self._pinned = self.store.rewrites.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
+        self._pinned = self.store.rewrites.get_rewrites(
+            [c.id for c, r in todo if c.history and r.rewrite is None]
+        )
         return JobPlan(todo=todo, progress=state)
 
     async def run_one(self, item: tuple[Case, ResultRecord]) -> ResultRecord:

@@ -1,7 +1,7 @@
 """Judging the shadow log after the fact: agreement and blind preference of each new row, and the report grid.
 
-Each unjudged row is judged once: the FIT judge compares the candidate's answer with the champion's (agreement)
-and the pairwise judge compares both blind (champion = ``x``, candidate = ``y``). The judgment is saved and the
+Each unjudged row is judged once: the FIT judge compares the challenger's answer with the champion's (agreement)
+and the pairwise judge compares both blind (champion = ``x``, challenger = ``y``). The judgment is saved and the
 row marked judged in one transaction, so a re-run picks up only rows added since. The report rebuilds
 :class:`CompareRow` objects from the stored judgments and rows and reuses the comparison summary and renderers.
 """
@@ -82,18 +82,20 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
     }
     payload: dict[str, Any] = {"order": judges.order, "judge_specs": list(judges.specs)}
     failed = [
-        f"{n}: {s.error}" for n, s in (("champion", row.champion), (row.challenger, row.candidate)) if s.error
+        f"{n}: {s.error}"
+        for n, s in (("champion", row.champion_answer), (row.challenger, row.challenger_answer))
+        if s.error
     ]
     if failed:
         return ShadowJudgmentRecord(**record, error="; ".join(failed), payload=payload)
     no_dates: dict[str, date] = {}
     rng = random.Random(f"{judges.seed}:{row.id}") if judges.seed is not None else random.Random()
-    fit_task = judges.fit_judge.judge(row.to_case(), row.query, row.candidate.to_answer())
+    fit_task = judges.fit_judge.judge(row.to_case(), row.query, row.challenger_answer.to_answer())
     pair_task = judge_pair(
         judges.pairwise,
         row.query,
-        side_of(row.champion.to_answer(), no_dates),
-        side_of(row.candidate.to_answer(), no_dates),
+        side_of(row.champion_answer.to_answer(), no_dates),
+        side_of(row.challenger_answer.to_answer(), no_dates),
         judges.order,
         rng,
     )
@@ -208,17 +210,17 @@ class _Collector:
             challenger=row.challenger,
             question=row.query if texts else "",
             tags=dict(row.tags),
-            champion_answer=row.champion.text if texts else "",
-            challenger_answer=row.candidate.text if texts else "",
+            champion_answer=row.champion_answer.text if texts else "",
+            challenger_answer=row.challenger_answer.text if texts else "",
             agreement=record.fit,
             preference=None if record.winner is None else _PREFERRED[record.winner],
             consistent=record.consistent,
-            champion_latency_ms=row.champion.latency_ms,
-            challenger_latency_ms=row.candidate.latency_ms,
-            champion_cost_usd=row.champion.cost_usd,
-            challenger_cost_usd=row.candidate.cost_usd,
-            champion_wrong_language=self._wrong(row.champion.text, expected),
-            challenger_wrong_language=self._wrong(row.candidate.text, expected),
+            champion_latency_ms=row.champion_answer.latency_ms,
+            challenger_latency_ms=row.challenger_answer.latency_ms,
+            champion_cost_usd=row.champion_answer.cost_usd,
+            challenger_cost_usd=row.challenger_answer.cost_usd,
+            champion_wrong_language=self._wrong(row.champion_answer.text, expected),
+            challenger_wrong_language=self._wrong(row.challenger_answer.text, expected),
             error=record.error,
             reason=str(record.payload.get("reason", "")) if texts else "",
             feedback=feedback,

@@ -373,8 +373,8 @@ class Shadow:
                 user_hash=request.user_hash,
                 tags=request.tags,
                 challenger=name,
-                champion=request.stored_champion,
-                candidate=self._redacted_side(candidate),
+                champion_answer=request.stored_champion,
+                challenger_answer=self._redacted_side(candidate),
             )
         except Exception:
             logger.exception("shadow: could not build a row for challenger %s", name)

@@ -30,8 +30,8 @@ from ragreplay.core.retry import RetryPolicy, retry_after_seconds
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.library import Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
-from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
 from ragreplay.shadow.payloads import RequestFields, lookup, parse_reply
+from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
 
 _EXCERPT = 200
 

@@ -304,3 +304,11 @@ def m005_shadow_feedback(conn: Connection) -> None:
         Index("ix_shadow_feedback_ts", "ts"),
     )
     md.create_all(conn)
+
+
+@migration(6)
+def m006_shadow_answer_columns(conn: Connection) -> None:
+    """One name per thing: a shadow row's two answers are ``champion_answer`` and ``challenger_answer``
+    (were ``champion`` and ``candidate``), as in comparison rows."""
+    conn.execute(text("ALTER TABLE shadow_rows RENAME COLUMN champion TO champion_answer"))
+    conn.execute(text("ALTER TABLE shadow_rows RENAME COLUMN candidate TO challenger_answer"))

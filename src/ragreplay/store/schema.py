@@ -207,8 +207,8 @@ shadow_rows = Table(
     Column("query", Text, nullable=False),
     Column("user_hash", Text),
     Column("tags", Text, nullable=False),
-    Column("champion", Text, nullable=False),
-    Column("candidate", Text, nullable=False),
+    Column("champion_answer", Text, nullable=False),
+    Column("challenger_answer", Text, nullable=False),
     Column("judged_at", UTCDateTime),
 )
 

@@ -92,8 +92,8 @@ def _values(row: ShadowRow) -> dict[str, Any]:
         "query": row.query,
         "user_hash": row.user_hash,
         "tags": dumps(row.tags),
-        "champion": to_json(row.champion),
-        "candidate": to_json(row.candidate),
+        "champion_answer": to_json(row.champion_answer),
+        "challenger_answer": to_json(row.challenger_answer),
         "judged_at": None,
     }
 
@@ -107,6 +107,6 @@ def _row(r: Row[Any]) -> ShadowRow:
         user_hash=r.user_hash,
         tags=json.loads(r.tags),
         challenger=r.challenger,
-        champion=ShadowAnswer.model_validate_json(r.champion),
-        candidate=ShadowAnswer.model_validate_json(r.candidate),
+        champion_answer=ShadowAnswer.model_validate_json(r.champion_answer),
+        challenger_answer=ShadowAnswer.model_validate_json(r.challenger_answer),
     )

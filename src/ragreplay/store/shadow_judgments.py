@@ -19,7 +19,7 @@ from ragreplay.store.schema import dumps, shadow_judgments, shadow_rows
 
 class ShadowJudgmentRecord(BaseModel):
     """The judged outcome of one shadow row: agreement (``fit``), preference (``winner``: ``x`` is the
-    champion, ``y`` the candidate), order consistency, the judges, and a JSON ``payload`` (reasons, the pair
+    champion, ``y`` the challenger), order consistency, the judges, and a JSON ``payload`` (reasons, the pair
     outcome, the order mode). ``error`` says why a row could not be judged; such rows are kept, not dropped."""
 
     model_config = ConfigDict(frozen=True)
@@ -102,8 +102,8 @@ _ROW_COLUMNS = tuple(
         "user_hash",
         "tags",
         "challenger",
-        "champion",
-        "candidate",
+        "champion_answer",
+        "challenger_answer",
     )
 )
 _JUDGMENT_COLUMNS = tuple(
@@ -138,7 +138,7 @@ def _judged(since: datetime | None) -> Select[Any]:
 
 def _pair(r: Sequence[Any]) -> tuple[ShadowRow, ShadowJudgmentRecord]:
     """One row of :meth:`ShadowJudgmentsMixin.load_shadow_judgments`: the shadow row and its judgment."""
-    (row_id, ts, request_id, query, user_hash, tags, challenger, champion, candidate) = r[:9]
+    (row_id, ts, request_id, query, user_hash, tags, challenger, champion, challenger_answer) = r[:9]
     (judged_at, fit, winner, consistent, judge, judge_v, fit_judge, fit_judge_v, error, payload) = r[9:]
     row = ShadowRow(
         id=row_id,
@@ -148,8 +148,8 @@ def _pair(r: Sequence[Any]) -> tuple[ShadowRow, ShadowJudgmentRecord]:
         user_hash=user_hash,
         tags=json.loads(tags),
         challenger=challenger,
-        champion=ShadowAnswer.model_validate_json(champion),
-        candidate=ShadowAnswer.model_validate_json(candidate),
+        champion_answer=ShadowAnswer.model_validate_json(champion),
+        challenger_answer=ShadowAnswer.model_validate_json(challenger_answer),
     )
     record = ShadowJudgmentRecord(
         row_id=row_id,
