@@ -374,3 +374,24 @@ def test_database_gone_mid_load_champion_keeps_answering_and_losses_are_counted(
     assert final.rows_written + final.rows_lost + final.rows_dropped == final.rows_offered == final.sampled
     with Store.open(store_url) as reader:
         assert reader.shadow_rows.count_shadow_rows() == final.rows_written
+
+
+def test_challengers_get_the_users_own_request_not_a_rebuilt_one(champion_url: str, store_url: str) -> None:
+    seen: list[tuple[str, bytes]] = []
+
+    async def recording_route(request: Request) -> Response:
+        seen.append((f"{request.url.path}?{request.url.query}", await request.body()))
+        return JSONResponse({"answer": "challenger says hi"})
+
+    challenger = serve(app_of(recording_route))
+    app = proxy_app(champion_url, {"rec": next(challenger)}, Store.open(store_url))
+    server = serve(app)
+    url = next(server)
+    body = b'{"question": "q1", "tags": {"department": "hr"}, "extra": [1, 2]}'
+    resp = httpx.post(
+        url + "/ask?lang=nl", content=body, headers={"content-type": "application/json"}, trust_env=False
+    )
+    next(server, None)
+    next(challenger, None)
+    assert resp.json()["answer"] == "champion: q1"
+    assert seen == [("/ask?lang=nl", body)]  # same path, query and bytes: passed explicitly, not rebuilt

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ragreplay.core.shadow import FeedbackSource, ShadowAnswer, ShadowFeedback, ShadowRow, live_case
 from ragreplay.core.types import Answer, Case, Feedback
@@ -90,6 +90,25 @@ class ShadowStats:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class RawRequest:
+    """The user's request as the challengers get it: method, path (with query), body bytes, content type."""
+
+    method: str
+    path: str
+    body: bytes
+    content_type: str | None
+
+
+@runtime_checkable
+class RequestForwarder(Protocol):
+    """A challenger that can be sent the user's own request rather than only the question (an HTTP app)."""
+
+    async def forward(self, raw: RawRequest, question: str, case: Case) -> Answer:
+        """Answer the user's request ``raw``; ``question`` and ``case`` are what was read from it."""
+        ...
+
+
 class _Request:
     """One sampled request; its redacted query, user hash and case are computed off the user's path."""
 
@@ -102,8 +121,10 @@ class _Request:
         tags: Mapping[str, str] | None,
         case: Case | None,
         request_id: str,
+        raw: RawRequest | None = None,
     ) -> None:
         self.id = request_id
+        self.raw = raw
         self.ts = datetime.now(UTC)
         self.query = query
         self.champion = champion
@@ -216,17 +237,19 @@ class Shadow:
         tags: Mapping[str, str] | None = None,
         request_id: str | None = None,
         admitted: bool = False,
+        raw: RawRequest | None = None,
     ) -> None:
         """Shadow a request whose champion answer the caller already has; returns at once, never raises.
 
         Must be called from inside a running event loop (the challengers run as tasks on it). ``admitted``:
-        :meth:`admit` already counted and sampled this request.
+        :meth:`admit` already counted and sampled this request. ``raw``: the user's request itself, sent as
+        it is to challengers that can take it (:class:`RequestForwarder`); others get the question.
         """
         try:
             rid = _request_id(request_id)
         except ValueError:
             rid = uuid.uuid4().hex
-        self._record(query, champion_answer, user_id, tags, None, None, rid, admitted)
+        self._record(query, champion_answer, user_id, tags, None, None, rid, admitted, raw)
 
     def admit(self, user_id: str | None) -> bool:
         """Count a request and ask the sampler whether it is shadowed, before any work is done for it.
@@ -307,6 +330,7 @@ class Shadow:
         measured_ms: float | None,
         request_id: str,
         admitted: bool = False,
+        raw: RawRequest | None = None,
     ) -> None:
         if not admitted and not self.admit(user_id):
             return
@@ -315,7 +339,7 @@ class Shadow:
                 self.dropped += 1
                 return
             champion = ShadowAnswer.from_answer(answer, measured_ms)
-            request = _Request(self, query, champion, user_id, tags, case, request_id)
+            request = _Request(self, query, champion, user_id, tags, case, request_id, raw)
             for name, target in self.challengers.items():
                 task = asyncio.create_task(self._challenge(request, name, target))
                 self._tasks.add(task)
@@ -334,7 +358,11 @@ class Shadow:
         self._offer(request, name, candidate)
 
     async def _ask(self, request: _Request, target: Target, start: float) -> ShadowAnswer:
-        call = asyncio.create_task(target.answer(request.query, request.case))
+        if request.raw is not None and isinstance(target, RequestForwarder):
+            asked = target.forward(request.raw, request.query, request.case)
+        else:
+            asked = target.answer(request.query, request.case)
+        call = asyncio.create_task(asked)
         try:
             # asyncio.wait, not wait_for: a challenger that ignores cancellation must not hold the row back.
             done, _ = await asyncio.wait({call}, timeout=self.timeout_s)

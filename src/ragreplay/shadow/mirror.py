@@ -13,7 +13,6 @@ way (:class:`FeedbackTap`), or ``POST /_shadow/feedback`` answered by the proxy 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import fnmatch
 import json
 import random
@@ -28,27 +27,12 @@ import aiohttp
 from ragreplay.asgi import Receive, Scope, Send, read_json_object, run_lifespan, send_body, send_json
 from ragreplay.core.retry import RetryPolicy, retry_after_seconds
 from ragreplay.core.types import Answer, Case
-from ragreplay.shadow.library import Shadow
+from ragreplay.shadow.library import RawRequest, Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
 from ragreplay.shadow.payloads import RequestFields, lookup, parse_reply
 from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
 
 _EXCERPT = 200
-
-
-@dataclass(frozen=True)
-class RawRequest:
-    """The user's request as the challengers get it: path (with query) and body bytes."""
-
-    method: str
-    path: str
-    body: bytes
-    content_type: str | None
-
-
-_CURRENT: contextvars.ContextVar[RawRequest | None] = contextvars.ContextVar(
-    "ragreplay_shadow_raw_request", default=None
-)
 
 
 @dataclass(frozen=True)
@@ -127,10 +111,12 @@ class MirrorHttpTarget:
         return self._base
 
     async def answer(self, question: str, case: Case) -> Answer:
-        """Send the user's request (or, outside a mirrored request, ``{"question": question}``)."""
-        raw = _CURRENT.get()
-        if raw is None:
-            raw = RawRequest("POST", "/", json.dumps({"question": question}).encode(), "application/json")
+        """Send ``{"question": question}`` (outside a mirrored request: the proxy calls :meth:`forward`)."""
+        raw = RawRequest("POST", "/", json.dumps({"question": question}).encode(), "application/json")
+        return await self.forward(raw, question, case)
+
+    async def forward(self, raw: RawRequest, question: str, case: Case) -> Answer:
+        """Send the user's own request ``raw`` (same path and body), retrying transient failures."""
         start = time.perf_counter()
         deadline = start + self._deadline_s
         timeout: float | None = None  # the first attempt: the session's timeout
@@ -272,11 +258,7 @@ class ProxyMirror:
         query, answer, tags, request_id = parsed
         path = request.path + (f"?{request.query}" if request.query else "")
         raw = RawRequest(request.method, path, request.body, request.header("content-type"))
-        token = _CURRENT.set(raw)
-        try:
-            self.shadow.record(query, answer, user, tags, request_id, admitted=True)
-        finally:
-            _CURRENT.reset(token)
+        self.shadow.record(query, answer, user, tags, request_id, admitted=True, raw=raw)
         self.recorded += 1
 
     def _tap_feedback(self, tap: FeedbackTap, request: MirroredRequest, reply: ChampionReply) -> None:
