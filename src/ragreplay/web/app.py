@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -94,83 +94,107 @@ class RecentOverviews:
         return data
 
 
-def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
-    """The dashboard over the store at ``store_url``, opened now (a bad URL raises :class:`StoreError`) and
-    closed when the app shuts down. The overview of a window is recomputed at most every ``cache_s``
-    seconds (0: on every request); lists of rows and single rows are always read afresh."""
-    store = Store.open(store_url)
-    env = environment()
-    overviews = RecentOverviews(cache_s)
+class DashboardPages:
+    """The dashboard's endpoints over one open store: each page and its JSON twin, and the error pages."""
 
-    def page(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(template).render(store_url=store.url, **context)
+    def __init__(self, store: Store, cache_s: float) -> None:
+        self.store = store
+        self.env = environment()
+        self.overviews = RecentOverviews(cache_s)
+
+    def page(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        """``template`` rendered with ``context`` (autoescaped)."""
+        html = self.env.get_template(template).render(store_url=self.store.url, **context)
         return HTMLResponse(html, status_code=status_code)
 
-    def problem(request: Request, status: int, title: str, message: str, json_twin: bool) -> Response:
+    def problem(self, status: int, title: str, message: str, json_twin: bool) -> Response:
+        """An error page, or its JSON twin."""
         if json_twin:
             return JSONResponse({"error": message, "status": status}, status_code=status)
-        return page("error.html.j2", status, status=status, title=title, message=message)
+        return self.page("error.html.j2", status, status=status, title=title, message=message)
 
     def guarded(
-        build: Callable[[Request], Any], template: str, json_twin: bool
+        self, build: Callable[[Request], Any], template: str, json_twin: bool
     ) -> Callable[[Request], Response]:
-        # Sync endpoints: Starlette runs them in its thread pool, so a slow query never blocks the loop.
+        """An endpoint that renders what ``build`` returns, with a 400, 404 or 503 page for what can go wrong.
+
+        Sync endpoints: Starlette runs them in its thread pool, so a slow query never blocks the loop.
+        """
+
         def endpoint(request: Request) -> Response:
             try:
                 data = build(request)
             except BadRequest as exc:
-                return problem(request, 400, "Bad request", str(exc), json_twin)
+                return self.problem(400, "Bad request", str(exc), json_twin)
             except (StoreError, SQLAlchemyError) as exc:
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                return problem(
-                    request,
-                    503,
-                    "Store unavailable",
-                    f"The store at {store.url} could not be read: {reason}. Fix: check that the database is up "
-                    "and reachable, then reload",
-                    json_twin,
-                )
+                return self.problem(503, "Store unavailable", self._unavailable(exc), json_twin)
             if data is None:
                 row_id = request.path_params.get("row_id", "")
                 message = (
                     f"There is no shadow row with id {row_id!r}. Fix: pick a row from the list of rows; rows "
                     "older than the retention period are purged"
                 )
-                return problem(request, 404, "Not found", message, json_twin)
+                return self.problem(404, "Not found", message, json_twin)
             if json_twin:
                 return JSONResponse(data)
-            return page(template, d=data)
+            return self.page(template, d=data)
 
         return endpoint
 
-    def params(request: Request) -> Mapping[str, str]:
-        return dict(request.query_params)
+    def _unavailable(self, exc: Exception) -> str:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (
+            f"The store at {self.store.url} could not be read: {reason}. Fix: check that the database is up "
+            "and reachable, then reload"
+        )
 
-    def overview(full: bool) -> Callable[[Request], Any]:
+    def overview(self, full: bool) -> Callable[[Request], Any]:
+        """The overview of the asked window (``full``: with the rows' texts, for the JSON twin)."""
+
         def index(request: Request) -> Any:
             since, _ = since_start(
                 request.query_params.get("since"), datetime.now(UTC)
             )  # 400 before the cache
-            return overviews.get((since, full), lambda: index_data(store, since, full=full))
+            return self.overviews.get((since, full), lambda: index_data(self.store, since, full=full))
 
         return index
 
-    def rows(request: Request) -> Any:
-        return rows_data(store, params(request))
+    def rows(self, request: Request) -> Any:
+        """A filtered page of rows."""
+        return rows_data(self.store, dict(request.query_params))
 
-    def one_row(request: Request) -> Any:
-        return row_data(store, request.path_params["row_id"])
+    def one_row(self, request: Request) -> Any:
+        """One row whole, or None."""
+        return row_data(self.store, request.path_params["row_id"])
 
-    def healthz(request: Request) -> Response:
-        return PlainTextResponse("ok")
-
-    async def not_found(request: Request, exc: Exception) -> Response:
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        """404 and 405 pages (the dashboard is read-only)."""
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         twin = request.url.path.endswith(".json")
         message = f"Nothing lives at {request.url.path}. Fix: start from the overview at /"
         if status == 405:
             message = "The dashboard is read-only: only GET (and HEAD) requests are answered"
-        return problem(request, status, "Not found" if status == 404 else "Method not allowed", message, twin)
+        return self.problem(status, "Not found" if status == 404 else "Method not allowed", message, twin)
+
+    def routes(self) -> list[Route]:
+        """Every page with its JSON twin."""
+        return [
+            Route("/", self.guarded(self.overview(full=False), "index.html.j2", False)),
+            Route("/index.json", self.guarded(self.overview(full=True), "", True)),
+            Route("/rows", self.guarded(self.rows, "rows.html.j2", False)),
+            Route("/rows.json", self.guarded(self.rows, "", True)),
+            Route("/rows/{row_id:path}.json", self.guarded(self.one_row, "", True)),
+            Route("/rows/{row_id:path}", self.guarded(self.one_row, "row.html.j2", False)),
+            Route("/healthz", lambda request: PlainTextResponse("ok")),
+        ]
+
+
+def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
+    """The dashboard over the store at ``store_url``, opened now (a bad URL raises :class:`StoreError`) and
+    closed when the app shuts down. The overview of a window is recomputed at most every ``cache_s``
+    seconds (0: on every request); lists of rows and single rows are always read afresh."""
+    store = Store.open(store_url)
+    pages = DashboardPages(store, cache_s)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -179,15 +203,7 @@ def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
         finally:
             store.close()
 
-    routes = [
-        Route("/", guarded(overview(full=False), "index.html.j2", False)),
-        Route("/index.json", guarded(overview(full=True), "", True)),
-        Route("/rows", guarded(rows, "rows.html.j2", False)),
-        Route("/rows.json", guarded(rows, "", True)),
-        Route("/rows/{row_id:path}.json", guarded(one_row, "", True)),
-        Route("/rows/{row_id:path}", guarded(one_row, "row.html.j2", False)),
-        Route("/healthz", healthz),
-    ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+    handlers = {404: pages.not_found, 405: pages.not_found}
+    app = Starlette(routes=pages.routes(), lifespan=lifespan, exception_handlers=handlers)
     app.state.store = store
     return app
