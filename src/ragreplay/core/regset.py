@@ -1,0 +1,333 @@
+"""The regression set, pure: which stratum a question belongs to, and a stratified sample across clusters.
+
+A *candidate* is one question seen in the window (a shadow row or a replayed case) with what is known of it:
+the user's label, the judges' decisions, the champion's scores. :func:`classify` puts it in one stratum:
+
+- ``wound``: a known failure not fixed yet: the user disliked the answer, a reviewer marked it wrong, the
+  champion scored 2 or less, or an earlier gate left it open;
+- ``contested``: champion and challenger disagree and the judge was close (a tie, the two orders disagreeing,
+  or a score margin under ``margin``), or the judge and the user disagree;
+- ``win``: the user liked the answer, or the judge preferred the champion in both orders, or both sides agree
+  and the champion scored 4 or more on every axis.
+
+:func:`select` dedupes near-identical questions, clusters the rest (leader clustering on unit vectors), and in each
+stratum spreads the quota evenly over the clusters, so frequent questions cannot crowd out rare ones. Every
+selected item carries its cluster, its inclusion probability and its weight (requests it stands for divided by
+that probability), so any aggregate over the set can be reweighted back to production traffic.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragreplay.core.ids import content_hash
+from ragreplay.core.types import Feedback, Fit
+
+Stratum = Literal["win", "contested", "wound"]
+STRATA: tuple[Stratum, ...] = ("win", "contested", "wound")
+DEFAULT_SIZES: dict[Stratum, int] = {"win": 80, "contested": 60, "wound": 60}
+"""The requirement's mix: 200 questions = 80 wins, 60 contested, 60 open wounds."""
+
+JudgeWinner = Literal["champion", "challenger", "tie"]
+Source = Literal["shadow", "replay"]
+
+
+class Candidate(BaseModel):
+    """One question seen in the window, with what is known of the champion's answer to it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Source
+    source_id: str
+    """The shadow row id or the case id it came from."""
+    question: str
+    """The standalone question (a replayed case's pinned rewrite when it has one); already redacted."""
+    tags: dict[str, str] = Field(default_factory=dict)
+    champion_answer: str = ""
+    champion_chunk_ids: list[str] = Field(default_factory=list)
+    feedback: Feedback | None = None
+    agreement: Fit | None = None
+    """The FIT judge on champion vs challenger (shadow rows)."""
+    judge_winner: JudgeWinner | None = None
+    consistent: bool | None = None
+    champion_score: float | None = None
+    """Mean 1-5 axis score of the champion's answer over the judged orders."""
+    champion_min_axis: int | None = None
+    challenger_score: float | None = None
+    reference_answer: str | None = None
+    """A reviewer's correct answer, when there is one."""
+    failure_tag: str | None = None
+    open_wound: bool = False
+    """An earlier gate left this question failing."""
+    count: int = 1
+    """How many production requests it stands for (merged duplicates add up)."""
+
+    @property
+    def key(self) -> str:
+        """The item key: a hash of the normalised question (so the same question is one item)."""
+        return "q_" + content_hash(normalise(self.question))[:16]
+
+
+def normalise(question: str) -> str:
+    """Case-, accent-, punctuation- and space-insensitive form of a question (for exact dedupe)."""
+    text = unicodedata.normalize("NFKD", question).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text)).strip()
+
+
+def classify(c: Candidate, margin: float = 0.5) -> Stratum | None:
+    """The stratum of one candidate (see the module docstring), or ``None`` when it fits none."""
+    if (
+        c.open_wound
+        or c.feedback == Feedback.BAD
+        or c.failure_tag is not None
+        or (c.champion_score is not None and c.champion_score <= 2)
+    ):
+        return "wound"
+    close_call = (
+        c.judge_winner == "tie"
+        or c.consistent is False
+        or (
+            c.champion_score is not None
+            and c.challenger_score is not None
+            and abs(c.champion_score - c.challenger_score) < margin
+        )
+    )
+    user_disagrees = c.feedback == Feedback.GOOD and c.judge_winner == "challenger" and c.consistent is True
+    if (c.agreement == Fit.NO_FIT and close_call) or user_disagrees:
+        return "contested"
+    agreed_high = c.agreement == Fit.FIT and c.champion_min_axis is not None and c.champion_min_axis >= 4
+    if c.feedback == Feedback.GOOD or (c.judge_winner == "champion" and c.consistent is True) or agreed_high:
+        return "win"
+    return None
+
+
+_PRIORITY: dict[Stratum, int] = {"wound": 0, "contested": 1, "win": 2}
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A deduped question in its stratum: the representative candidate and the keys merged into it."""
+
+    stratum: Stratum
+    candidate: Candidate
+    count: int
+    merged: tuple[str, ...] = ()
+
+
+def pool(
+    candidates: Sequence[Candidate], margin: float = 0.5, dropped: frozenset[str] = frozenset()
+) -> list[Pooled]:
+    """One entry per question key: candidates of the same normalised question merge (counts add), and the
+    question takes the most pressing stratum any of its candidates has (wound, then contested, then win).
+    Keys in ``dropped`` and candidates that fit no stratum are left out."""
+    best: dict[str, tuple[Stratum, Candidate]] = {}
+    counts: dict[str, int] = {}
+    for c in sorted(candidates, key=lambda c: (c.key, c.source, c.source_id)):
+        if c.key in dropped:
+            continue
+        stratum = classify(c, margin)
+        if stratum is None:
+            continue
+        counts[c.key] = counts.get(c.key, 0) + c.count
+        kept = best.get(c.key)
+        if kept is None or _PRIORITY[stratum] < _PRIORITY[kept[0]]:
+            best[c.key] = (stratum, c)
+    return [Pooled(s, c, counts[k]) for k, (s, c) in sorted(best.items())]
+
+
+def merge_near_duplicates(
+    pooled: Sequence[Pooled], vectors: np.ndarray, threshold: float = 0.95
+) -> list[Pooled]:
+    """Merge questions of one stratum whose unit vectors have cosine >= ``threshold`` into the first of them
+    (counts add, the merged keys are recorded). ``vectors[i]`` belongs to ``pooled[i]``."""
+    if len(pooled) != len(vectors):
+        raise ValueError("one vector per pooled question")
+    kept: list[int] = []
+    merged: dict[int, list[int]] = {}
+    for i, item in enumerate(pooled):
+        target = next(
+            (
+                j
+                for j in kept
+                if pooled[j].stratum == item.stratum and float(vectors[i] @ vectors[j]) >= threshold
+            ),
+            None,
+        )
+        if target is None:
+            kept.append(i)
+            merged[i] = []
+        else:
+            merged[target].append(i)
+    return [
+        Pooled(
+            pooled[i].stratum,
+            pooled[i].candidate,
+            pooled[i].count + sum(pooled[j].count for j in merged[i]),
+            tuple(pooled[j].candidate.key for j in merged[i]),
+        )
+        for i in kept
+    ]
+
+
+def leader_clusters(vectors: np.ndarray, threshold: float = 0.8) -> list[int]:
+    """Cluster unit vectors in order: each joins the first cluster whose leader has cosine >= ``threshold``
+    with it, else it leads a new one. Deterministic for a given order; returns a cluster number per row."""
+    leaders: list[int] = []
+    labels: list[int] = []
+    for i in range(len(vectors)):
+        for number, leader in enumerate(leaders):
+            if float(vectors[i] @ vectors[leader]) >= threshold:
+                labels.append(number)
+                break
+        else:
+            leaders.append(i)
+            labels.append(len(leaders) - 1)
+    return labels
+
+
+def allocate(sizes: Sequence[int], quota: int) -> list[int]:
+    """Spread ``quota`` picks over clusters of ``sizes`` as evenly as possible (water filling): no cluster
+    gets more than it holds, and a cluster gets more than another only when that one is exhausted."""
+    picks = [0] * len(sizes)
+    left = min(quota, sum(sizes))
+    while left > 0:
+        open_ = [i for i, s in enumerate(sizes) if picks[i] < s]
+        share = max(1, left // len(open_))
+        for i in sorted(open_, key=lambda i: (picks[i], i)):
+            if left == 0:
+                break
+            give = min(share, sizes[i] - picks[i], left)
+            picks[i] += give
+            left -= give
+    return picks
+
+
+class SetItem(BaseModel):
+    """One question of a regression set version, with its stratum and sampling design."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    stratum: Stratum
+    candidate: Candidate
+    cluster: int
+    inclusion_probability: float = Field(gt=0, le=1)
+    count: int = Field(ge=1)
+    """Production requests it stands for."""
+    weight: float
+    """``count / inclusion_probability``: its Horvitz-Thompson weight back to production traffic."""
+    pinned: bool = False
+    merged_keys: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select` chose and how many questions each stratum had to choose from."""
+
+    items: list[SetItem]
+    pool_sizes: dict[Stratum, int] = field(default_factory=dict)
+    clusters: dict[Stratum, int] = field(default_factory=dict)
+
+
+def select(
+    pooled: Sequence[Pooled],
+    clusters: Sequence[int],
+    sizes: Mapping[Stratum, int],
+    seed: int,
+    pinned: frozenset[str] = frozenset(),
+) -> Selection:
+    """Sample each stratum's quota evenly across clusters, uniformly within a cluster (seeded).
+
+    Pinned keys are always in (probability 1) and count toward their stratum's quota. ``clusters[i]`` is the
+    cluster of ``pooled[i]``. The same inputs and seed give the same selection.
+    """
+    rng = random.Random(seed)
+    items: list[SetItem] = []
+    pool_sizes: dict[Stratum, int] = {}
+    n_clusters: dict[Stratum, int] = {}
+    for stratum in STRATA:
+        members = [(p, clusters[i]) for i, p in enumerate(pooled) if p.stratum == stratum]
+        pool_sizes[stratum] = len(members)
+        forced = [(p, c) for p, c in members if p.candidate.key in pinned]
+        items += [_item(p, c, 1.0, pinned=True) for p, c in forced]
+        free = [(p, c) for p, c in members if p.candidate.key not in pinned]
+        by_cluster: dict[int, list[Pooled]] = {}
+        for p, c in free:
+            by_cluster.setdefault(c, []).append(p)
+        n_clusters[stratum] = len(by_cluster)
+        order = sorted(by_cluster)
+        quota = max(0, sizes.get(stratum, 0) - len(forced))
+        picks = allocate([len(by_cluster[c]) for c in order], quota)
+        for c, k in zip(order, picks, strict=True):
+            members_c = by_cluster[c]
+            chosen = rng.sample(range(len(members_c)), k) if k else []
+            probability = k / len(members_c)
+            items += [_item(members_c[j], c, probability) for j in sorted(chosen)]
+    return Selection(items, pool_sizes, n_clusters)
+
+
+def _item(p: Pooled, cluster: int, probability: float, pinned: bool = False) -> SetItem:
+    return SetItem(
+        key=p.candidate.key,
+        stratum=p.stratum,
+        candidate=p.candidate,
+        cluster=cluster,
+        inclusion_probability=probability,
+        count=p.count,
+        weight=p.count / probability,
+        pinned=pinned,
+        merged_keys=list(p.merged),
+    )
+
+
+def weighted_share(items: Sequence[SetItem], hits: Mapping[str, bool]) -> float | None:
+    """The share of production traffic (Horvitz-Thompson, ratio form) for which ``hits[key]`` holds, over the
+    items that have an entry in ``hits``; ``None`` when none has."""
+    total = sum(i.weight for i in items if i.key in hits)
+    if total == 0:
+        return None
+    return sum(i.weight for i in items if hits.get(i.key)) / total
+
+
+def diff_sets(old: Sequence[SetItem], new: Sequence[SetItem]) -> dict[str, list[str]]:
+    """Keys added, removed, and moved between strata (as ``key: old -> new``) from ``old`` to ``new``."""
+    before = {i.key: i.stratum for i in old}
+    after = {i.key: i.stratum for i in new}
+    return {
+        "added": sorted(k for k in after if k not in before),
+        "removed": sorted(k for k in before if k not in after),
+        "moved": sorted(
+            f"{k}: {before[k]} -> {after[k]}" for k in after if k in before and before[k] != after[k]
+        ),
+    }
+
+
+class RegressionSetRecord(BaseModel):
+    """One frozen version of the regression set: what it holds per stratum and the recipe that built it.
+
+    ``recipe`` holds everything a rebuild needs (window, seed, strata sizes, sources, thresholds, embedder,
+    overrides applied) and ``inputs_digest`` a hash of the candidates it was built from, so a rebuild can
+    show it got the same inputs. A version is never changed: pinning or dropping an item makes a new one
+    (``parent_id`` names the version it came from).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    version: int = Field(ge=1)
+    created_at: datetime
+    recipe: dict[str, Any] = Field(default_factory=dict)
+    inputs_digest: str = ""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Items per stratum."""
+    parent_id: str | None = None
+    note: str = ""
