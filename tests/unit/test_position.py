@@ -264,3 +264,27 @@ async def test_judge_never_sees_which_side_is_champion_or_challenger() -> None:
         assert "champion" not in shown and "challenger" not in shown
         firsts.add(request.hints["answer_a"])
     assert firsts == {"20 days.", "25 days."}
+
+
+def test_side_scores_map_positions_back_to_the_callers_sides() -> None:
+    from ragreplay.core.pairwise import AxisScores, PairwiseJudgment
+    from ragreplay.judges.position import PairOutcome, side_scores
+
+    def judged(a: AxisScores, b: AxisScores) -> PairwiseJudgment:
+        return PairwiseJudgment(winner="A", scores_a=a, scores_b=b, reason="", judge="j", prompt_version="p")
+
+    high = AxisScores(groundedness=5, completeness=5, directness=4, recency=4)
+    low = AxisScores(groundedness=2, completeness=1, directness=3, recency=2)
+    # x shown first scores high; shown second (yx) x is B and scores 4s
+    four = AxisScores(groundedness=4, completeness=4, directness=4, recency=4)
+    outcome = PairOutcome(
+        winner="x",
+        consistent=True,
+        judgments=[("xy", judged(high, low)), ("yx", judged(low, four))],
+        mode="both",
+    )
+    scores = side_scores(outcome)
+    assert scores.x_mean == (4.5 + 4.0) / 2 and scores.x_min == 4
+    assert scores.y_mean == 2.0 and scores.y_min == 1
+    unscored = PairOutcome(winner=None, consistent=None, judgments=[], mode="both")
+    assert side_scores(unscored).x_mean is None and side_scores(unscored).y_min is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -145,3 +146,38 @@ def position_stats(outcomes: Sequence[PairOutcome]) -> PositionStats:
         p_value=p_value,
         unscorable=sum(1 for o in outcomes if o.winner is None),
     )
+
+
+@dataclass(frozen=True)
+class SideScores:
+    """Each side's 1-5 scores over the judged orders: the mean of its axes (averaged over orders) and its
+    lowest axis; ``None`` where the judge gave no scores."""
+
+    x_mean: float | None
+    y_mean: float | None
+    x_min: int | None
+    y_min: int | None
+
+
+def side_scores(outcome: PairOutcome) -> SideScores:
+    """The axis scores of ``x`` and ``y`` in ``outcome``, mapped back from positions A/B of each ordering."""
+    x_axes: list[list[int]] = []
+    y_axes: list[list[int]] = []
+    for ordering, judgment in outcome.judgments:
+        x_scores, y_scores = (
+            (judgment.scores_a, judgment.scores_b)
+            if ordering == "xy"
+            else (judgment.scores_b, judgment.scores_a)
+        )
+        for scores, into in ((x_scores, x_axes), (y_scores, y_axes)):
+            values = list(scores.as_dict().values()) if scores is not None else []
+            if values:
+                into.append(values)
+
+    def mean(axes: list[list[int]]) -> float | None:
+        return sum(sum(v) / len(v) for v in axes) / len(axes) if axes else None
+
+    def lowest(axes: list[list[int]]) -> int | None:
+        return min(min(v) for v in axes) if axes else None
+
+    return SideScores(mean(x_axes), mean(y_axes), lowest(x_axes), lowest(y_axes))
