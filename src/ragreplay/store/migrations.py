@@ -312,3 +312,37 @@ def m006_shadow_answer_columns(conn: Connection) -> None:
     (were ``champion`` and ``candidate``), as in comparison rows."""
     conn.execute(text("ALTER TABLE shadow_rows RENAME COLUMN champion TO champion_answer"))
     conn.execute(text("ALTER TABLE shadow_rows RENAME COLUMN candidate TO challenger_answer"))
+
+
+@migration(7)
+def m007_gates(conn: Connection) -> None:
+    """Promotion gates (one per set, champion, challenger and judges) and each item's outcome."""
+    md = MetaData()
+    Table(
+        "gates",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("finished_at", UTCDateTime),
+        Column("status", Text, nullable=False),
+        Column("set_id", Id, nullable=False),
+        Column("challenger", Text, nullable=False),
+        Column("config", Text, nullable=False),
+        Column("config_hash", Text, nullable=False),
+        Column("n_items", Integer, nullable=False),
+        Column("decision", Text),
+        Column("verdict", Text),
+        Index("ix_gates_set_challenger", "set_id", "challenger"),
+        Index("ix_gates_config_hash", "config_hash"),
+    )
+    Table(
+        "gate_items",
+        md,
+        Column("gate_id", Id, ForeignKey("gates.id"), primary_key=True),
+        Column("key", Id, primary_key=True),
+        Column("stratum", Text, nullable=False),
+        Column("payload", Text, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+        Index("ix_gate_items_key", "key"),
+    )
+    md.create_all(conn)

@@ -238,3 +238,29 @@ shadow_feedback = Table(
     Column("comment", Text),
     Column("source", Text, nullable=False),
 )
+
+gates = Table(
+    "gates",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("status", Text, nullable=False),
+    Column("set_id", Id, nullable=False),
+    Column("challenger", Text, nullable=False),
+    Column("config", Text, nullable=False),
+    Column("config_hash", Text, nullable=False),
+    Column("n_items", Integer, nullable=False),
+    Column("decision", Text),
+    Column("verdict", Text),
+)
+
+gate_items = Table(
+    "gate_items",
+    metadata,
+    Column("gate_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("stratum", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
