@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     Connection,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -344,5 +345,48 @@ def m007_gates(conn: Connection) -> None:
         Column("payload", Text, nullable=False),
         Column("updated_at", UTCDateTime, nullable=False),
         Index("ix_gate_items_key", "key"),
+    )
+    md.create_all(conn)
+
+
+@migration(8)
+def m008_regression_sets(conn: Connection) -> None:
+    """Regression sets: frozen versions with their recipe, their items (stratum, cluster, inclusion
+    probability, weight), and the hand-made overrides (pin or drop a question by key) later builds apply."""
+    md = MetaData()
+    Table(
+        "regsets",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("version", Integer, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("recipe", Text, nullable=False),
+        Column("inputs_digest", Text, nullable=False),
+        Column("counts", Text, nullable=False),
+        Column("parent_id", Id),
+        Column("note", Text, nullable=False),
+        Index("ux_regsets_version", "version", unique=True),
+    )
+    Table(
+        "regset_items",
+        md,
+        Column("set_id", Id, ForeignKey("regsets.id", ondelete="CASCADE"), primary_key=True),
+        Column("key", Id, primary_key=True),
+        Column("stratum", Text, nullable=False),
+        Column("cluster", Integer, nullable=False),
+        Column("inclusion_probability", Float, nullable=False),
+        Column("count", Integer, nullable=False),
+        Column("weight", Float, nullable=False),
+        Column("pinned", Boolean, nullable=False),
+        Column("payload", Text, nullable=False),
+        Index("ix_regset_items_key", "key"),
+    )
+    Table(
+        "regset_overrides",
+        md,
+        Column("key", Id, primary_key=True),
+        Column("action", Text, nullable=False),
+        Column("reason", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
     )
     md.create_all(conn)

@@ -11,7 +11,19 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Boolean, Column, DateTime, Dialect, Integer, MetaData, Row, Table, Text, TypeDecorator
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    Integer,
+    MetaData,
+    Row,
+    Table,
+    Text,
+    TypeDecorator,
+)
 
 from ragreplay.core.ids import canonical_json
 
@@ -263,4 +275,40 @@ gate_items = Table(
     Column("stratum", Text, nullable=False),
     Column("payload", Text, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+regsets = Table(
+    "regsets",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("recipe", Text, nullable=False),
+    Column("inputs_digest", Text, nullable=False),
+    Column("counts", Text, nullable=False),
+    Column("parent_id", Id),
+    Column("note", Text, nullable=False),
+)
+
+regset_items = Table(
+    "regset_items",
+    metadata,
+    Column("set_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("stratum", Text, nullable=False),
+    Column("cluster", Integer, nullable=False),
+    Column("inclusion_probability", Float, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("weight", Float, nullable=False),
+    Column("pinned", Boolean, nullable=False),
+    Column("payload", Text, nullable=False),
+)
+
+regset_overrides = Table(
+    "regset_overrides",
+    metadata,
+    Column("key", Id, primary_key=True),
+    Column("action", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )
