@@ -21,6 +21,7 @@ from ragreplay.core.types import Rewrite
 from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, WriteBatch
 from ragreplay.store.comparisons import ComparisonRowRecord
+from ragreplay.store.gates import GateItemRecord
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 
@@ -76,6 +77,11 @@ class StoreWriter:
     async def save_comparison_rows(self, rows: Sequence[ComparisonRowRecord]) -> None:
         """Save one case's comparison rows (one per challenger); returns once they are committed."""
         self._batch.comparison_rows.extend(rows)
+        await self._commit()
+
+    async def save_gate_items(self, items: Sequence[GateItemRecord]) -> None:
+        """Save gate item outcomes; returns once committed."""
+        self._batch.gate_items.extend(items)
         await self._commit()
 
     async def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord]) -> None:

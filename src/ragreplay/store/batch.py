@@ -13,6 +13,7 @@ from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsRepository
+from ragreplay.store.gates import GateItemRecord, GatesRepository
 from ragreplay.store.runs import result_row
 from ragreplay.store.schema import dumps, llm_cache, results, rewrites, to_json
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord, ShadowJudgmentsRepository
@@ -37,6 +38,7 @@ class WriteBatch:
     results: list[ResultRecord] = field(default_factory=list)
     comparison_rows: list[ComparisonRowRecord] = field(default_factory=list)
     shadow_judgments: list[ShadowJudgmentRecord] = field(default_factory=list)
+    gate_items: list[GateItemRecord] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (
@@ -45,6 +47,7 @@ class WriteBatch:
             + len(self.results)
             + len(self.comparison_rows)
             + len(self.shadow_judgments)
+            + len(self.gate_items)
         )
 
 
@@ -57,10 +60,12 @@ class BatchWriter(StoreBase):
         display_url: str,
         comparisons: ComparisonsRepository,
         shadow_judgments: ShadowJudgmentsRepository,
+        gates: GatesRepository,
     ) -> None:
         super().__init__(engine, display_url)
         self._comparisons = comparisons
         self._shadow_judgments = shadow_judgments
+        self._gates = gates
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
         """Apply ``batch`` in one transaction; returns the rewrite pinned to each case of ``batch.pins``.
@@ -101,4 +106,6 @@ class BatchWriter(StoreBase):
                 self._comparisons.put_comparison_rows(conn, batch.comparison_rows)
             if batch.shadow_judgments:
                 self._shadow_judgments.put_shadow_judgments(conn, batch.shadow_judgments)
+            if batch.gate_items:
+                self._gates.put_gate_items(conn, batch.gate_items)
         return pinned

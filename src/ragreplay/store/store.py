@@ -50,7 +50,7 @@ class Store(StoreBase):
         self.shadow_browse = ShadowBrowseRepository(engine, display_url)
         self.shadow_purge = ShadowPurgeRepository(engine, display_url)
         self.gates = GatesRepository(engine, display_url)
-        self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments)
+        self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments, self.gates)
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
         """Apply ``batch`` (results, pins, cache entries, comparison rows, shadow judgments) in one
