@@ -3,10 +3,11 @@
 A *candidate* is one question seen in the window (a shadow row or a replayed case) with what is known of it:
 the user's label, the judges' decisions, the champion's scores. :func:`classify` puts it in one stratum:
 
-- ``wound``: a known failure not fixed yet: the user disliked the answer, a reviewer marked it wrong, the
-  champion scored 2 or less, or an earlier gate left it open;
+- ``wound``: a known failure not fixed yet: the user disliked the answer, a reviewer marked it wrong, an
+  earlier gate left it open, or the champion scored 2 or less and the user did not like the answer;
 - ``contested``: champion and challenger disagree and the judge was close (a tie, the two orders disagreeing,
-  or a score margin under ``margin``), or the judge and the user disagree;
+  or a score margin under ``margin``), or the judge and the user disagree (the user liked the champion's
+  answer but the judge preferred the challenger in both orders, or scored the champion 2 or less);
 - ``win``: the user liked the answer, or the judge preferred the champion in both orders, or both sides agree
   and the champion scored 4 or more on every axis.
 
@@ -49,6 +50,11 @@ class Candidate(BaseModel):
     source: Source
     source_id: str
     """The shadow row id or the case id it came from."""
+    request_id: str | None = None
+    """The live request a shadow row answered (the rows of one request's challengers count as one request);
+    ``None`` for a replayed case (it is its own request)."""
+    challenger: str | None = None
+    """The challenger the judges compared the champion with (shadow rows)."""
     question: str
     """The standalone question (a replayed case's pinned rewrite when it has one); already redacted."""
     tags: dict[str, str] = Field(default_factory=dict)
@@ -74,7 +80,17 @@ class Candidate(BaseModel):
     @property
     def key(self) -> str:
         """The item key: a hash of the normalised question (so the same question is one item)."""
-        return "q_" + content_hash(normalise(self.question))[:16]
+        return question_key(self.question)
+
+    @property
+    def request(self) -> tuple[str, str]:
+        """What counts as one production request: ``(source, request id or source id)``."""
+        return self.source, self.request_id or self.source_id
+
+
+def question_key(question: str) -> str:
+    """The key of a question: ``q_`` and a hash of its normalised form (:func:`normalise`)."""
+    return "q_" + content_hash(normalise(question))[:16]
 
 
 def normalise(question: str) -> str:
@@ -85,12 +101,9 @@ def normalise(question: str) -> str:
 
 def classify(c: Candidate, margin: float = 0.5) -> Stratum | None:
     """The stratum of one candidate (see the module docstring), or ``None`` when it fits none."""
-    if (
-        c.open_wound
-        or c.feedback == Feedback.BAD
-        or c.failure_tag is not None
-        or (c.champion_score is not None and c.champion_score <= 2)
-    ):
+    scored_low = c.champion_score is not None and c.champion_score <= 2
+    liked = c.feedback == Feedback.GOOD
+    if c.open_wound or c.feedback == Feedback.BAD or c.failure_tag is not None or (scored_low and not liked):
         return "wound"
     close_call = (
         c.judge_winner == "tie"
@@ -101,11 +114,11 @@ def classify(c: Candidate, margin: float = 0.5) -> Stratum | None:
             and abs(c.champion_score - c.challenger_score) < margin
         )
     )
-    user_disagrees = c.feedback == Feedback.GOOD and c.judge_winner == "challenger" and c.consistent is True
+    user_disagrees = liked and ((c.judge_winner == "challenger" and c.consistent is True) or scored_low)
     if (c.agreement == Fit.NO_FIT and close_call) or user_disagrees:
         return "contested"
     agreed_high = c.agreement == Fit.FIT and c.champion_min_axis is not None and c.champion_min_axis >= 4
-    if c.feedback == Feedback.GOOD or (c.judge_winner == "champion" and c.consistent is True) or agreed_high:
+    if liked or (c.judge_winner == "champion" and c.consistent is True) or agreed_high:
         return "win"
     return None
 
@@ -124,24 +137,33 @@ class Pooled:
 
 
 def pool(
-    candidates: Sequence[Candidate], margin: float = 0.5, dropped: frozenset[str] = frozenset()
+    candidates: Sequence[Candidate],
+    margin: float = 0.5,
+    dropped: frozenset[str] = frozenset(),
+    graduated: frozenset[str] = frozenset(),
 ) -> list[Pooled]:
-    """One entry per question key: candidates of the same normalised question merge (counts add), and the
-    question takes the most pressing stratum any of its candidates has (wound, then contested, then win).
-    Keys in ``dropped`` and candidates that fit no stratum are left out."""
+    """One entry per question key: candidates of the same normalised question merge (their requests add up,
+    each request once however many challengers' rows it has), and the question takes the most pressing
+    stratum any of its candidates has (wound, then contested, then win).
+
+    Keys in ``dropped`` and candidates that fit no stratum are left out. A key in ``graduated`` (a wound fixed
+    in enough consecutive gates) is a win where it would be a wound."""
     best: dict[str, tuple[Stratum, Candidate]] = {}
-    counts: dict[str, int] = {}
+    counts: dict[str, dict[tuple[str, str], int]] = {}
     for c in sorted(candidates, key=lambda c: (c.key, c.source, c.source_id)):
         if c.key in dropped:
             continue
         stratum = classify(c, margin)
         if stratum is None:
             continue
-        counts[c.key] = counts.get(c.key, 0) + c.count
+        if stratum == "wound" and c.key in graduated:
+            stratum = "win"
+        requests = counts.setdefault(c.key, {})
+        requests[c.request] = max(requests.get(c.request, 0), c.count)
         kept = best.get(c.key)
         if kept is None or _PRIORITY[stratum] < _PRIORITY[kept[0]]:
             best[c.key] = (stratum, c)
-    return [Pooled(s, c, counts[k]) for k, (s, c) in sorted(best.items())]
+    return [Pooled(s, c, sum(counts[k].values())) for k, (s, c) in sorted(best.items())]
 
 
 def merge_near_duplicates(
@@ -172,7 +194,8 @@ def merge_near_duplicates(
             pooled[i].stratum,
             pooled[i].candidate,
             pooled[i].count + sum(pooled[j].count for j in merged[i]),
-            tuple(pooled[j].candidate.key for j in merged[i]),
+            pooled[i].merged
+            + tuple(k for j in merged[i] for k in (pooled[j].candidate.key, *pooled[j].merged)),
         )
         for i in kept
     ]
@@ -311,6 +334,21 @@ def diff_sets(old: Sequence[SetItem], new: Sequence[SetItem]) -> dict[str, list[
     }
 
 
+def strata_counts(items: Sequence[SetItem]) -> dict[str, int]:
+    """Items per stratum, every stratum named (0 where it has none)."""
+    return {stratum: sum(1 for i in items if i.stratum == stratum) for stratum in STRATA}
+
+
+def as_pinned(item: SetItem) -> SetItem:
+    """``item`` pinned by hand: in every later version with probability 1 (its weight is its count)."""
+    return item.model_copy(update={"pinned": True, "inclusion_probability": 1.0, "weight": float(item.count)})
+
+
+def inputs_digest(candidates: Sequence[Candidate]) -> str:
+    """A hash of what a build read: the sorted (key, source, source id) of its candidates."""
+    return content_hash(sorted((c.key, c.source, c.source_id) for c in candidates), length=32)
+
+
 class RegressionSetRecord(BaseModel):
     """One frozen version of the regression set: what it holds per stratum and the recipe that built it.
 
@@ -331,3 +369,18 @@ class RegressionSetRecord(BaseModel):
     """Items per stratum."""
     parent_id: str | None = None
     note: str = ""
+
+    @property
+    def label(self) -> str:
+        """``vN`` (how a version is named on the command line)."""
+        return f"v{self.version}"
+
+    def shortfall(self) -> dict[str, int]:
+        """How many items each stratum lacks of the size its recipe asked for (strata that are full are left
+        out): a window can hold fewer questions of a kind than asked, which is reported, not an error."""
+        sizes = self.recipe.get("sizes") or {}
+        return {
+            stratum: int(sizes[stratum]) - self.counts.get(stratum, 0)
+            for stratum in STRATA
+            if stratum in sizes and int(sizes[stratum]) > self.counts.get(stratum, 0)
+        }
