@@ -16,6 +16,7 @@ from ragreplay.store.comparisons import ComparisonsRepository
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
 from ragreplay.store.gates import GatesRepository
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
+from ragreplay.store.regsets import RegsetsRepository
 from ragreplay.store.rewrites import RewritesRepository
 from ragreplay.store.runs import RunsRepository
 from ragreplay.store.shadow import ShadowRowsRepository
@@ -31,10 +32,11 @@ class Store(StoreBase):
     ``cases`` (ingested sources, conversations, cases, skips), ``rewrites`` (the question pinned to each
     case), ``runs`` (replay runs and results), ``cache`` (model responses), ``comparisons``, the shadow log
     (``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` for the dashboard's reads,
-    ``shadow_purge`` for retention) and ``gates`` (promotion gates and their items). Each service takes the
-    repository (or the protocol in ``ragreplay.ports``) it needs. Every method is synchronous and commits its
-    own transaction; :meth:`write_batch` writes across repositories in one. A store may be used from one
-    thread other than the one that opened it (the jobs' writer thread).
+    ``shadow_purge`` for retention), ``regsets`` (regression set versions, their items and overrides) and
+    ``gates`` (promotion gates and their items). Each service takes the repository (or the protocol in
+    ``ragreplay.ports``) it needs. Every method is synchronous and commits its own transaction;
+    :meth:`write_batch` writes across repositories in one. A store may be used from one thread other than the
+    one that opened it (the jobs' writer thread).
     """
 
     def __init__(self, engine: Engine, display_url: str) -> None:
@@ -50,6 +52,7 @@ class Store(StoreBase):
         self.shadow_browse = ShadowBrowseRepository(engine, display_url)
         self.shadow_purge = ShadowPurgeRepository(engine, display_url)
         self.gates = GatesRepository(engine, display_url)
+        self.regsets = RegsetsRepository(engine, display_url)
         self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments, self.gates)
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
