@@ -10,6 +10,7 @@ from rich.text import Text
 from ragreplay.cli import (
     compare_cmd,
     demo_cmd,
+    gate_cmd,
     ingest_cmd,
     report_cmd,
     run_cmd,
@@ -43,6 +44,9 @@ app.command()(compare_cmd.compare)
 app.command(name="compare-report")(compare_cmd.compare_report)
 app.command()(compare_cmd.comparisons)
 app.command()(triage_cmd.triage)
+app.command()(gate_cmd.gate)
+app.command(name="gate-report")(gate_cmd.gate_report)
+app.command()(gate_cmd.gates)
 shadow_judge_cmd.register(shadow_cmd.shadow_app)
 shadow_feedback_cmd.register(shadow_cmd.shadow_app)
 shadow_purge_cmd.register(shadow_cmd.shadow_app)

@@ -272,10 +272,11 @@ def evaluate(
     for bar in bars:
         if bar.decision != "pass":
             reasons.append(f"{bar.name}: {bar.decision}")
-    if overall != "inconclusive" and not local_judge_accepted:
+    if not local_judge_accepted:
         reasons.append(
             f"the bars say {overall}, but the judge is the local pairwise judge, which is weak on data it was "
-            "not tuned on: pass --accept-local-judge to let it decide, or use an LLM judge"
+            "not tuned on: the gate stays inconclusive. Pass --accept-local-judge to let it decide, or use an "
+            "LLM judge"
         )
         overall = "inconclusive"
     return GateVerdict(decision=overall, bars=bars, reasons=reasons, n_items=len(outcomes), n_errors=n_errors)

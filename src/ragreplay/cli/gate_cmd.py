@@ -1,0 +1,239 @@
+"""`ragreplay gate`: may the challenger replace the champion? `ragreplay gates` and `ragreplay gate-report` list
+and re-show stored gates.
+
+Exit codes: 0 pass, 1 fail, 2 inconclusive, 3 could not run (a bad flag or policy file, no set, a target or
+judge down, too many items that errored). A gate where most items errored never exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.compare.comparison_run import load_targets
+from ragreplay.core.gate import EXIT_CODES, GatePolicy
+from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.gate.job import GateSides
+from ragreplay.gate.run import GateReport, run_gate, stored_report
+from ragreplay.ingest.yaml_files import load_model, read_yaml
+from ragreplay.jobs.runner import Progress
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
+from ragreplay.providers.registry import ModelFactory
+from ragreplay.report.gate import GATE_FORMATS, render_gate, render_gate_markdown
+from ragreplay.settings import Settings
+from ragreplay.store import Store
+from ragreplay.store.gates import GateRecord
+
+RULES = ("interval", "point")
+
+
+def load_policy(path: Path | None, rule: str | None) -> GatePolicy:
+    """The policy file's bars (the requirement's defaults without one); ``--rule`` overrides the file."""
+    data = read_yaml(path) if path is not None else {}
+    if rule is not None:
+        if rule not in RULES:
+            raise ConfigError(f"--rule {rule!r}: choose interval or point")
+        data["rule"] = rule
+    return load_model(GatePolicy, data, str(path) if path is not None else "--rule")
+
+
+async def _gate(
+    store: Store,
+    settings: Settings,
+    set_ref: str,
+    champion: Path,
+    challenger: Path,
+    judge: str,
+    fit_judge: str,
+    policy: GatePolicy,
+    accept_local_judge: bool,
+    fresh: bool,
+) -> GateReport:
+    champion_target, challengers = load_targets(champion, {"challenger": challenger})
+    bar = count_progress()
+    task = bar.add_task("gating", total=None)
+
+    def on_plan(record: GateRecord, n_done: int, resumed: bool) -> None:
+        if resumed:
+            err_console.print(
+                f"resuming gate {record.id}: {n_done} of {record.n_items} items done", highlight=False
+            )
+        bar.update(task, total=record.n_items, completed=n_done)
+
+    def on_progress(p: Progress) -> None:
+        bar.update(task, completed=p.done)
+
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)
+        try:
+            sides = GateSides(
+                champion=champion_target,
+                challenger=challengers["challenger"],
+                pairwise=build_pairwise_judge(judge, factory),
+                fit_judge=build_fit_judge(fit_judge, factory),
+            )
+            with bar:
+                return await run_gate(
+                    store=store,
+                    writer=writer,
+                    set_ref=set_ref,
+                    sides=sides,
+                    judge_spec=judge,
+                    fit_judge_spec=fit_judge,
+                    policy=policy,
+                    accept_local_judge=accept_local_judge,
+                    concurrency=settings.concurrency,
+                    fresh=fresh,
+                    on_plan=on_plan,
+                    progress=on_progress,
+                )
+        finally:
+            for target in (champion_target, *challengers.values()):
+                await target.aclose()
+            await factory.aclose()
+
+
+def _emit(
+    report: GateReport, fmt: str, output: Path | None, junit: Path | None, comment: Path | None
+) -> None:
+    text = render_gate(report, fmt)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+        err_console.print(f"report written to {output}", highlight=False)
+    else:
+        sys.stdout.write(text)
+    if junit is not None:
+        junit.write_text(render_gate(report, "junit"), encoding="utf-8")
+    if comment is not None:
+        comment.write_text(render_gate_markdown(report), encoding="utf-8")
+
+
+def _could_not_run(exc: RagreplayError) -> typer.Exit:
+    err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)
+    err_console.print("the gate could not run (exit 3)", highlight=False)
+    return typer.Exit(EXIT_CODES["error"])
+
+
+def gate(
+    champion: Annotated[Path, typer.Option(help="Target YAML of the production configuration")],
+    challenger: Annotated[Path, typer.Option(help="Target YAML of the configuration to promote")],
+    judge: Annotated[str, typer.Option(help="Pairwise judge: local, or provider:model")],
+    set_ref: Annotated[
+        str, typer.Option("--set", help="Regression set: latest, vN, an id or a prefix")
+    ] = "latest",
+    fit_judge: Annotated[
+        str | None,
+        typer.Option(help="Judge of answers against a reviewer's correct answer [default: matches --judge]"),
+    ] = None,
+    policy: Annotated[
+        Path | None, typer.Option(help="Policy YAML (bars, rule) [default: the requirement's]")
+    ] = None,
+    rule: Annotated[
+        str | None, typer.Option(help="interval (default) | point: overrides the policy's")
+    ] = None,
+    accept_local_judge: Annotated[
+        bool,
+        typer.Option(
+            "--accept-local-judge", help="Let the local pairwise judge decide (it is weak on unseen data)"
+        ),
+    ] = False,
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit")] = "text",
+    output: Annotated[Path | None, typer.Option(help="Write the report here instead of stdout")] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="Also write JUnit XML here (a test case per bar)")
+    ] = None,
+    comment: Annotated[
+        Path | None, typer.Option(help="Also write the pull-request comment (Markdown) here")
+    ] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Items in flight at once [default: 16]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start a new gate instead of resuming")] = False,
+) -> None:
+    """Answer the regression set with the champion and the challenger, judge each pair blind in both orders,
+    and decide the three bars: no regression on wins, preference above 55% on contested, at least 20 of 60
+    open wounds fixed. Exit 0 pass, 1 fail, 2 inconclusive, 3 could not run. Resumable like every run."""
+    try:
+        if fmt not in GATE_FORMATS:
+            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
+        gate_policy = load_policy(policy, rule)
+        settings = settings_from(config, db=db, concurrency=concurrency)
+        with open_store(settings.db) as store:
+            report = asyncio.run(
+                _gate(
+                    store,
+                    settings,
+                    set_ref,
+                    champion,
+                    challenger,
+                    judge,
+                    fit_judge or default_fit_judge(judge),
+                    gate_policy,
+                    accept_local_judge,
+                    fresh,
+                )
+            )
+    except RagreplayError as exc:
+        raise _could_not_run(exc) from None
+    _emit(report, fmt, output, junit, comment)
+    raise typer.Exit(report.verdict.exit_code)
+
+
+def gate_report(
+    gate_id: Annotated[str, typer.Argument(help="Gate id or a unique prefix of it")],
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit")] = "text",
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Show a stored gate again from its saved items (no call is made); exits with the gate's code."""
+    if fmt not in GATE_FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        report = stored_report(store, gate_id)
+    sys.stdout.write(render_gate(report, fmt))
+    raise typer.Exit(report.verdict.exit_code)
+
+
+def gates(
+    set_ref: Annotated[str | None, typer.Option("--set", help="Only gates of this regression set")] = None,
+    challenger: Annotated[
+        str | None, typer.Option(help="Only gates of this challenger (its target name)")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Newest N gates")] = 20,
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """The history of gates, newest first: set, challenger, status and decision."""
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        set_id = None
+        if set_ref is not None:
+            found = store.regsets.get_set(set_ref)
+            if found is None:
+                raise ConfigError(
+                    f"--set {set_ref}: no such regression set. Fix: see `ragreplay regset list`."
+                )
+            set_id = found.id
+        records = store.gates.list_gates(set_id=set_id, challenger=challenger, limit=limit)
+    table = Table("gate", "created", "set", "challenger", "items", "status", "decision")
+    for r in records:
+        table.add_row(
+            r.id,
+            f"{r.created_at:%Y-%m-%d %H:%M}",
+            r.set_id,
+            r.challenger,
+            str(r.n_items),
+            r.status.value,
+            r.decision or "-",
+        )
+    console.print(table)

@@ -1,0 +1,185 @@
+"""Running a gate: plan it (or resume the unfinished one of the same configuration), run every item through the
+one job runner, then evaluate the bars and store the verdict with the gate."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from ragreplay.compare.runner import document_dates
+from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate
+from ragreplay.core.ids import content_hash
+from ragreplay.core.regset import RegressionSetRecord, SetItem
+from ragreplay.errors import ConfigError
+from ragreplay.gate.job import GateJob, GateSides
+from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.build import LOCAL_PAIRWISE_SPECS
+from ragreplay.store import Store
+from ragreplay.store.gates import GateRecord, GateStatus
+
+PlanCallback = Callable[[GateRecord, int, bool], None]
+"""``on_plan(gate, n_done, resumed)``: called once the gate is known, before any item runs."""
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """A finished gate: its record, the set it ran on, the verdict and every item's outcome and payload."""
+
+    gate: GateRecord
+    regset: RegressionSetRecord
+    verdict: GateVerdict
+    policy: GatePolicy
+    outcomes: list[ItemOutcome]
+    payloads: dict[str, dict[str, Any]]
+    local_judge: bool
+    cost_usd: float
+
+
+def gate_config(
+    regset: RegressionSetRecord, sides: GateSides, judge_spec: str, fit_judge_spec: str
+) -> dict[str, Any]:
+    """Everything that decides a gate's item outcomes (the policy is not: it is applied afterwards)."""
+    return {
+        "set": {"id": regset.id, "version": regset.version},
+        "champion": {"name": sides.champion.name, "version": sides.champion.version},
+        "challenger": {"name": sides.challenger.name, "version": sides.challenger.version},
+        "judge": {
+            "spec": judge_spec,
+            "name": sides.pairwise.name,
+            "prompt_version": sides.pairwise.prompt_version,
+        },
+        "fit_judge": {
+            "spec": fit_judge_spec,
+            "name": sides.fit_judge.name,
+            "prompt_version": sides.fit_judge.prompt_version,
+        },
+        "order": "both",
+        "seed": sides.seed,
+    }
+
+
+def load_set(store: Store, ref: str) -> tuple[RegressionSetRecord, list[SetItem]]:
+    """The set version ``ref`` (id, prefix, ``latest`` or ``vN``) and its items; :class:`ConfigError` if none."""
+    record = store.regsets.get_set(ref)
+    if record is None:
+        raise ConfigError(
+            f"--set {ref}: no such regression set in the store at {store.url}. "
+            "Fix: build one with `ragreplay regset build`, or pick one from `ragreplay regset list`."
+        )
+    items = store.regsets.load_items(record.id)
+    if not items:
+        raise ConfigError(
+            f"--set {ref}: regression set {record.id} has no items. Fix: rebuild it with more traffic."
+        )
+    return record, items
+
+
+def plan_gate(
+    store: Store, regset: RegressionSetRecord, config: dict[str, Any], n_items: int, fresh: bool
+) -> tuple[GateRecord, bool]:
+    """The unfinished gate of this configuration (resumed), or a new one."""
+    digest = content_hash(config)
+    if not fresh:
+        found = store.gates.find_unfinished_gate(digest)
+        if found is not None:
+            store.gates.set_gate_status(found.id, GateStatus.RUNNING)
+            return found, True
+    now = datetime.now(UTC)
+    record = GateRecord(
+        id=f"gate_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(2)}",
+        created_at=now,
+        status=GateStatus.RUNNING,
+        set_id=regset.id,
+        challenger=str(config["challenger"]["name"]),
+        config=config,
+        config_hash=digest,
+        n_items=n_items,
+    )
+    store.gates.create_gate(record)
+    return record, False
+
+
+async def run_gate(
+    *,
+    store: Store,
+    writer: StoreWriter,
+    set_ref: str,
+    sides: GateSides,
+    judge_spec: str,
+    fit_judge_spec: str,
+    policy: GatePolicy,
+    accept_local_judge: bool = False,
+    concurrency: int = 8,
+    fresh: bool = False,
+    on_plan: PlanCallback | None = None,
+    progress: ProgressCallback | None = None,
+) -> GateReport:
+    """Gate ``sides.challenger`` against ``sides.champion`` on the set ``set_ref``: resumable, each item saved
+    as it ends, the gate marked interrupted on any exception or Ctrl-C; returns the finished report."""
+    regset, items = load_set(store, set_ref)
+    config = gate_config(regset, sides, judge_spec, fit_judge_spec)
+    record, resumed = plan_gate(store, regset, config, len(items), fresh)
+    done = store.gates.gate_item_keys(record.id)
+    todo: Sequence[SetItem] = [i for i in items if i.key not in done]
+    if on_plan is not None:
+        on_plan(record, len(items) - len(todo), resumed)
+    dates = {"champion": document_dates(sides.champion), "challenger": document_dates(sides.challenger)}
+    job = GateJob(sides, writer, record.id, dates)
+    try:
+        await run_job(
+            job,
+            JobPlan(todo=todo, progress=Progress(total=len(items), done=len(items) - len(todo))),
+            concurrency,
+            progress,
+        )
+    except BaseException:
+        with contextlib.suppress(Exception):  # never hide why the gate stopped
+            store.gates.set_gate_status(record.id, GateStatus.INTERRUPTED)
+        raise
+    return finish_gate(store, record.id, policy, accept_local_judge or judge_spec not in LOCAL_PAIRWISE_SPECS)
+
+
+def finish_gate(store: Store, gate_id: str, policy: GatePolicy, judge_accepted: bool) -> GateReport:
+    """Evaluate a gate's saved items under ``policy``, store the verdict, and return the report."""
+    record = store.gates.get_gate(gate_id)
+    assert record is not None  # created above; gates are never deleted
+    report = gate_report(store, record, policy, judge_accepted)
+    verdict = {
+        **report.verdict.model_dump(mode="json"),
+        "policy": policy.model_dump(mode="json"),
+        "local_judge": report.local_judge,
+        "judge_accepted": judge_accepted,
+    }
+    store.gates.finish_gate(gate_id, report.verdict.decision, verdict)
+    finished = store.gates.get_gate(gate_id)
+    assert finished is not None
+    return replace(report, gate=finished)
+
+
+def gate_report(store: Store, record: GateRecord, policy: GatePolicy, judge_accepted: bool) -> GateReport:
+    """The report of a gate from its stored items (no call is made): re-rendering a stored gate uses this."""
+    regset = store.regsets.get_set(record.set_id)
+    if regset is None:
+        raise ConfigError(f"gate {record.id}: its regression set {record.set_id} is gone from the store")
+    items = store.gates.load_gate_items(record.id)
+    outcomes = [ItemOutcome.model_validate(i.payload["outcome"]) for i in items]
+    payloads = {i.key: i.payload for i in items}
+    local = str(record.config.get("judge", {}).get("spec", "")) in LOCAL_PAIRWISE_SPECS
+    verdict = evaluate(outcomes, policy, local_judge_accepted=judge_accepted or not local)
+    cost = sum(float(p.get("cost_usd", 0.0)) for p in payloads.values())
+    return GateReport(record, regset, verdict, policy, outcomes, payloads, local, cost)
+
+
+def stored_report(store: Store, gate_ref: str) -> GateReport:
+    """A stored gate re-rendered with the policy and judge acceptance it was decided with."""
+    record = store.gates.get_gate(gate_ref)
+    if record is None:
+        raise ConfigError(f"no gate matches {gate_ref!r}. Fix: pick an id from `ragreplay gates`.")
+    stored = record.verdict or {}
+    policy = GatePolicy.model_validate(stored.get("policy", {}))
+    return gate_report(store, record, policy, bool(stored.get("judge_accepted", False)))

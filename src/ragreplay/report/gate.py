@@ -1,0 +1,169 @@
+"""A gate's report: text and Markdown (also the pull-request comment), JSON, and JUnit XML (a test case per bar)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from ragreplay.core.gate import Bar
+from ragreplay.gate.run import GateReport
+
+GATE_FORMATS = ("text", "md", "json", "junit")
+COMMENT_MARKER = "<!-- ragreplay-gate -->"
+"""The first line of the pull-request comment, so a CI job can find and update its own comment."""
+
+_HEADLINE = {
+    "pass": "PASS: the challenger may replace the champion",
+    "fail": "FAIL: the challenger may not replace the champion",
+    "inconclusive": "INCONCLUSIVE: the set cannot decide",
+    "error": "COULD NOT RUN",
+}
+_LISTED = {
+    "wins": "wins lost",
+    "contested": "contested pairs the champion won",
+    "wounds": "wounds still open",
+}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _bar_line(bar: Bar) -> str:
+    interval = f"95% CI {bar.low:.1%}-{bar.high:.1%}"
+    if bar.name == "wins":
+        figure = f"{bar.k} lost of {bar.n} judged (allowed {bar.threshold:g}; loss rate {interval})"
+    elif bar.name == "contested":
+        figure = f"{bar.k}/{bar.n} = {_pct(bar.value)}, {interval}, threshold {bar.threshold:.0%} ({bar.ties} ties)"
+    else:
+        figure = f"{bar.k}/{bar.n} fixed = {_pct(bar.value)}, {interval}, threshold {bar.threshold:.1%}"
+    extra = f"; {bar.unscored} not scored" if bar.unscored else ""
+    return f"{bar.decision.upper():<12} {bar.name:<10} {figure}{extra} [{bar.rule} rule]"
+
+
+def _question(report: GateReport, key: str) -> str:
+    text = str(report.payloads.get(key, {}).get("outcome", {}).get("question", ""))
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def render_gate_text(report: GateReport) -> str:
+    """The terminal report: headline, one line per bar, reasons and the cases to look at."""
+    v = report.verdict
+    config = report.gate.config
+    lines = [
+        _HEADLINE[v.decision],
+        f"gate {report.gate.id} on regression set v{report.regset.version} ({report.regset.id}), "
+        f"{v.n_items} items, {v.n_errors} errored",
+        f"champion {config['champion']['name']} vs challenger {config['challenger']['name']}; judge "
+        f"{config['judge']['name']} ({config['judge']['prompt_version']}), both orders; cost ${report.cost_usd:.4f}",
+        "",
+        *(_bar_line(b) for b in v.bars),
+    ]
+    if v.reasons:
+        lines += ["", *(f"- {r}" for r in v.reasons)]
+    for bar in v.bars:
+        if bar.listed:
+            lines += ["", f"{_LISTED[bar.name]} ({len(bar.listed)}):"]
+            lines += [f"  {key}  {_question(report, key)}" for key in bar.listed[:20]]
+            if len(bar.listed) > 20:
+                lines.append(f"  ... and {len(bar.listed) - 20} more (--format json lists all)")
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+def render_gate_markdown(report: GateReport) -> str:
+    """Markdown, usable as the pull-request comment (it starts with :data:`COMMENT_MARKER`)."""
+    v = report.verdict
+    config = report.gate.config
+    out = [
+        COMMENT_MARKER,
+        f"## ragreplay gate: {_HEADLINE[v.decision]}",
+        "",
+        f"Regression set v{report.regset.version} (`{report.regset.id}`), {v.n_items} items "
+        f"({v.n_errors} errored); champion `{_md_escape(config['champion']['name'])}` vs challenger "
+        f"`{_md_escape(config['challenger']['name'])}`, judge `{_md_escape(config['judge']['name'])}` in both "
+        f"orders. Gate `{report.gate.id}`, cost ${report.cost_usd:.4f}.",
+        "",
+        "| bar | decision | value | n | 95% interval | threshold | rule |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for bar in v.bars:
+        value = f"{bar.k} lost" if bar.name == "wins" else _pct(bar.value)
+        threshold = f"<= {bar.threshold:g} lost" if bar.name == "wins" else f"{bar.threshold:.1%}"
+        interval = f"{bar.low:.1%}-{bar.high:.1%}"
+        out.append(
+            f"| {bar.name} | **{bar.decision}** | {value} | {bar.n} | {interval} | {threshold} | {bar.rule} |"
+        )
+    if v.reasons:
+        out += ["", *(f"- {_md_escape(r)}" for r in v.reasons)]
+    for bar in v.bars:
+        if bar.listed:
+            out += ["", f"<details><summary>{_LISTED[bar.name]} ({len(bar.listed)})</summary>", ""]
+            out += [f"- `{key}` {_md_escape(_question(report, key))}" for key in bar.listed[:50]]
+            out += ["", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def gate_json(report: GateReport) -> dict[str, Any]:
+    """Everything a script needs: the decision, exit code, bars, policy, and every item's outcome."""
+    return {
+        "gate": report.gate.model_dump(mode="json", exclude={"verdict"}),
+        "set": {"id": report.regset.id, "version": report.regset.version},
+        "decision": report.verdict.decision,
+        "exit_code": report.verdict.exit_code,
+        "verdict": report.verdict.model_dump(mode="json"),
+        "policy": report.policy.model_dump(mode="json"),
+        "local_judge": report.local_judge,
+        "cost_usd": report.cost_usd,
+        "items": [
+            {
+                **o.model_dump(mode="json"),
+                **{k: v for k, v in report.payloads[o.key].items() if k != "outcome"},
+            }
+            for o in report.outcomes
+        ],
+    }
+
+
+def render_gate_junit(report: GateReport) -> str:
+    """JUnit XML: one test suite, a test case per bar; a failing bar lists its cases, an inconclusive one is
+    skipped with the reason, a gate that could not run is an error."""
+    v = report.verdict
+    suite = ET.Element(
+        "testsuite",
+        name=f"ragreplay gate {report.gate.id}",
+        tests=str(len(v.bars)),
+        failures=str(sum(b.decision == "fail" for b in v.bars)),
+        skipped=str(sum(b.decision == "inconclusive" for b in v.bars)),
+        errors="1" if v.decision == "error" else "0",
+    )
+    for bar in v.bars:
+        case = ET.SubElement(suite, "testcase", classname="ragreplay.gate", name=bar.name)
+        message = _bar_line(bar)
+        if v.decision == "error":
+            ET.SubElement(case, "error", message="; ".join(v.reasons))
+        elif bar.decision == "fail":
+            failure = ET.SubElement(case, "failure", message=message)
+            failure.text = "\n".join(f"{k}  {_question(report, k)}" for k in bar.listed)
+        elif bar.decision == "inconclusive":
+            ET.SubElement(case, "skipped", message=message)
+        else:
+            ET.SubElement(case, "system-out").text = message
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def render_gate(report: GateReport, fmt: str) -> str:
+    """The report in ``fmt`` (one of :data:`GATE_FORMATS`)."""
+    if fmt == "text":
+        return render_gate_text(report)
+    if fmt == "md":
+        return render_gate_markdown(report)
+    if fmt == "json":
+        return json.dumps(gate_json(report), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "junit":
+        return render_gate_junit(report)
+    raise ValueError(f"unknown gate format {fmt!r}")

@@ -1,0 +1,252 @@
+"""`ragreplay gate` from a real process: every exit code, the reports, resume after SIGKILL without a repeated
+call, and the stored history. Targets are fake (canned answers); the judge is the shipped fake model, whose
+pairwise rule prefers the answer that repeats more of the question (no contexts here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import yaml
+
+from ragreplay.core.regset import Candidate, RegressionSetRecord, SetItem, Stratum
+from ragreplay.store import Store
+
+GOOD = "good"  # the answer repeats the question: full support, scores 5/4/4/4 when it wins
+BAD = "bad"  # the answer is "zzz": no support, scores 1/2/2/2 when it loses
+
+
+def question(stratum: str, i: int) -> str:
+    return f"what is the {stratum} policy number {i} for holidays"
+
+
+def make_set(store_url: str, plan: dict[Stratum, list[tuple[str, str]]]) -> dict[str, dict[str, str]]:
+    """A regression set with one item per (champion, challenger) answer pair; returns both targets' answers."""
+    answers: dict[str, dict[str, str]] = {"champion": {}, "challenger": {}}
+    items: list[SetItem] = []
+    for stratum, pairs in plan.items():
+        for i, (champion, challenger) in enumerate(pairs):
+            q = question(stratum, i)
+            answers["champion"][q] = q if champion == GOOD else "zzz"
+            answers["challenger"][q] = q if challenger == GOOD else "zzz"
+            c = Candidate(source="shadow", source_id=f"{stratum}{i}", question=q)
+            items.append(
+                SetItem(
+                    key=c.key,
+                    stratum=stratum,
+                    candidate=c,
+                    cluster=i,
+                    inclusion_probability=1.0,
+                    count=1,
+                    weight=1.0,
+                )
+            )
+    counts = {s: sum(1 for i in items if i.stratum == s) for s in ("win", "contested", "wound")}
+    record = RegressionSetRecord(id="rs_test_v1", version=1, created_at=datetime.now(UTC), counts=counts)
+    with Store.open(store_url) as store:
+        store.regsets.create_set(record, items)
+    return answers
+
+
+def targets(tmp_path: Path, answers: dict[str, dict[str, str]]) -> tuple[Path, Path]:
+    paths = []
+    for name in ("champion", "challenger"):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"name": name, "target": {"kind": "fake", "answers": answers[name]}}))
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def gate(
+    store_url: str, champion: Path, challenger: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    args = ["gate", "--champion", str(champion), "--challenger", str(challenger), "--judge", "fake:default"]
+    return subprocess.run(
+        [sys.executable, "-m", "ragreplay.cli.app", *args, "--db", store_url, *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
+
+
+PASSING: dict[Stratum, list[tuple[str, str]]] = {
+    "win": [(GOOD, GOOD)] * 5,  # ties: nothing lost
+    "contested": [(BAD, GOOD)] * 10,  # the challenger wins 10 of 10: interval above 55%
+    "wound": [(BAD, GOOD)] * 6,  # challenger scores 4.25: fixed
+}
+
+
+def test_a_clear_pass_exits_0_with_every_report(tmp_path: Path, store_url: str) -> None:
+    champion, challenger = targets(tmp_path, make_set(store_url, PASSING))
+    junit, comment = tmp_path / "gate.xml", tmp_path / "comment.md"
+    done = gate(
+        store_url, champion, challenger, "--format", "json", "--junit", str(junit), "--comment", str(comment)
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["decision"] == "pass" and report["exit_code"] == 0
+    bars = {b["name"]: b for b in report["verdict"]["bars"]}
+    assert (bars["wins"]["k"], bars["wins"]["n"]) == (0, 5)
+    assert (bars["contested"]["k"], bars["contested"]["n"]) == (10, 10) and bars["contested"]["low"] > 0.55
+    assert (bars["wounds"]["k"], bars["wounds"]["n"]) == (6, 6)
+    assert len(report["items"]) == 21 and all(i["error"] is None for i in report["items"])
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "3" and suite.get("failures") == "0" and suite.get("skipped") == "0"
+    assert comment.read_text().startswith("<!-- ragreplay-gate -->") and "PASS" in comment.read_text()
+    # stored: re-shown without a call, same decision and exit code; listed in the history
+    shown = subprocess.run(
+        [sys.executable, "-m", "ragreplay.cli.app", "gate-report", report["gate"]["id"], "--db", store_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "PASS" in shown.stdout
+    with Store.open(store_url) as store:
+        (stored,) = store.gates.list_gates()
+    assert stored.decision == "pass" and stored.status == "done"
+
+
+def test_one_lost_win_fails_and_is_listed(tmp_path: Path, store_url: str) -> None:
+    plan = {**PASSING, "win": [(GOOD, BAD), *PASSING["win"][1:]]}
+    champion, challenger = targets(tmp_path, make_set(store_url, plan))
+    done = gate(store_url, champion, challenger, "--junit", str(tmp_path / "gate.xml"))
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("FAIL") and "wins lost (1)" in done.stdout
+    assert question("win", 0) in done.stdout
+    failure = ET.parse(tmp_path / "gate.xml").getroot().find("testcase[@name='wins']/failure")
+    assert failure is not None and question("win", 0) in (failure.text or "")
+
+
+def test_a_contested_share_whose_interval_straddles_is_inconclusive(tmp_path: Path, store_url: str) -> None:
+    plan = {**PASSING, "contested": [(BAD, GOOD)] * 7 + [(GOOD, BAD)] * 3}
+    champion, challenger = targets(tmp_path, make_set(store_url, plan))
+    done = gate(store_url, champion, challenger, "--format", "json")
+    assert done.returncode == 2, done.stderr
+    bars = {b["name"]: b for b in json.loads(done.stdout)["verdict"]["bars"]}
+    assert bars["contested"]["decision"] == "inconclusive" and bars["contested"]["value"] == 0.7
+    # the requirement's literal rule decides the same items: 70% > 55%
+    point = gate(store_url, champion, challenger, "--rule", "point")
+    assert point.returncode == 0, point.stdout + point.stderr
+
+
+def test_the_local_judge_never_decides_unless_accepted(tmp_path: Path, store_url: str) -> None:
+    champion, challenger = targets(tmp_path, make_set(store_url, PASSING))
+    args = [
+        "gate",
+        "--champion",
+        str(champion),
+        "--challenger",
+        str(challenger),
+        "--judge",
+        "local",
+        "--db",
+        store_url,
+    ]
+    capped = subprocess.run(
+        [sys.executable, "-m", "ragreplay.cli.app", *args], capture_output=True, text=True, timeout=300
+    )
+    assert capped.returncode == 2, capped.stderr
+    assert "--accept-local-judge" in capped.stdout
+
+
+def test_what_cannot_run_exits_3(tmp_path: Path, store_url: str) -> None:
+    champion, challenger = targets(tmp_path, {"champion": {}, "challenger": {}})
+    no_set = gate(store_url, champion, challenger)
+    assert no_set.returncode == 3 and "regset build" in no_set.stderr and "Traceback" not in no_set.stderr
+    make_set(store_url, PASSING)
+    bad_policy = tmp_path / "gate.yaml"
+    bad_policy.write_text("min_preference: 1.5\nallowed_loses: 1\n")
+    refused = gate(store_url, champion, challenger, "--policy", str(bad_policy))
+    assert refused.returncode == 3 and "gate.yaml" in refused.stderr and "min_preference" in refused.stderr
+    down = tmp_path / "down.yaml"
+    down.write_text(
+        yaml.safe_dump(
+            {
+                "name": "down",
+                "target": {"kind": "http", "url": "http://127.0.0.1:9/ask", "retries": 0, "timeout_s": 1},
+            }
+        )
+    )
+    errored = gate(store_url, champion, down, "--format", "json")
+    assert errored.returncode == 3, errored.stderr
+    report = json.loads(errored.stdout)
+    assert report["decision"] == "error" and all(i["error"] for i in report["items"])
+
+
+def _calls(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+
+
+def test_sigkill_mid_gate_then_resume_repeats_no_call(tmp_path: Path, store_url: str) -> None:
+    champion, challenger = targets(tmp_path, make_set(store_url, PASSING))
+    log = tmp_path / "calls.jsonl"
+    env = {
+        **os.environ,
+        "RAGREPLAY_FAKE_CALL_LOG": str(log),
+        "RAGREPLAY_FAKE_LATENCY_MS": "5",
+        "COLUMNS": "120",
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "ragreplay.cli.app",
+        "gate",
+        "--champion",
+        str(champion),
+        "--challenger",
+        str(challenger),
+        "--judge",
+        "fake:default",
+        "--db",
+        store_url,
+        "--concurrency",
+        "2",
+    ]
+    # 21 items x 2 orders = 42 judge calls; every call after the 16th hangs, so the kill lands mid-gate
+    first = subprocess.Popen(
+        args,
+        env={**env, "RAGREPLAY_FAKE_HANG_AFTER": "16"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while len(_calls(log)) < 16 and time.monotonic() < deadline:
+        assert first.poll() is None, first.stderr.read() if first.stderr else ""
+        time.sleep(0.05)
+    time.sleep(0.5)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    with Store.open(store_url) as store:
+        (killed,) = store.gates.list_gates()
+        saved = len(store.gates.gate_item_keys(killed.id))
+    assert killed.status == "running" and 0 < saved < 21
+    second = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert "resuming gate" in second.stderr
+    keys = Counter(str(c["key"]) for c in _calls(log))
+    assert max(keys.values()) == 1, "a model call was repeated after resume"
+    # the same calls as an uninterrupted gate: nothing paid twice, nothing skipped (a win both sides answer
+    # alike is one request in both orders: the cache answers the second)
+    fresh_log, fresh_db = tmp_path / "fresh.jsonl", f"sqlite:///{tmp_path / 'fresh.db'}"
+    make_set(fresh_db, PASSING)
+    fresh_args = [*args[: args.index("--db")], "--db", fresh_db]
+    assert (
+        subprocess.run(
+            fresh_args, env={**env, "RAGREPLAY_FAKE_CALL_LOG": str(fresh_log)}, timeout=120
+        ).returncode
+        == 0
+    )
+    assert set(keys) == {str(c["key"]) for c in _calls(fresh_log)}
+    with Store.open(store_url) as store:
+        (resumed,) = store.gates.list_gates()
+        assert resumed.id == killed.id and resumed.status == "done"
+        assert len(store.gates.gate_item_keys(resumed.id)) == 21
