@@ -139,3 +139,14 @@ def test_a_bad_policy_names_the_field() -> None:
         GatePolicy(min_preference=1.5)
     with pytest.raises(ValidationError, match="allowed_loses"):
         GatePolicy.model_validate({"allowed_loses": 1})
+
+
+def test_a_wound_graduates_after_n_consecutive_fixes() -> None:
+    from ragreplay.core.gate import graduated
+
+    fixed, open_ = wound(0, 4.5), wound(0, 2.0)
+    assert graduated([open_, fixed, fixed, fixed], after=3)
+    assert not graduated([fixed, fixed, open_, fixed, fixed], after=3)  # the run restarts after a miss
+    assert not graduated([fixed, fixed], after=3)
+    errored = ItemOutcome(key="o0", stratum="wound", error="down")
+    assert not graduated([fixed, errored, fixed], after=2)

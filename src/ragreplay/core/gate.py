@@ -280,3 +280,17 @@ def evaluate(
         )
         overall = "inconclusive"
     return GateVerdict(decision=overall, bars=bars, reasons=reasons, n_items=len(outcomes), n_errors=n_errors)
+
+
+GRADUATE_AFTER = 3
+"""A wound fixed in this many consecutive finished gates graduates to a win in the next regression set."""
+
+
+def graduated(history: Sequence[ItemOutcome], after: int = GRADUATE_AFTER, fixed_score: float = 4.0) -> bool:
+    """Was this wound fixed in each of its last ``after`` gates (oldest first in ``history``)? A gate where
+    it was not judged a wound, errored or could not be scored breaks the run."""
+    if after < 1 or len(history) < after:
+        return False
+    return all(
+        o.stratum == "wound" and o.error is None and o.fixed(fixed_score) is True for o in history[-after:]
+    )

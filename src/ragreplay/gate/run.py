@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragreplay.compare.runner import document_dates
-from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate
+from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated
 from ragreplay.core.ids import content_hash
 from ragreplay.core.regset import RegressionSetRecord, SetItem
 from ragreplay.errors import ConfigError
@@ -183,3 +183,16 @@ def stored_report(store: Store, gate_ref: str) -> GateReport:
     stored = record.verdict or {}
     policy = GatePolicy.model_validate(stored.get("policy", {}))
     return gate_report(store, record, policy, bool(stored.get("judge_accepted", False)))
+
+
+def graduated_keys(
+    store: Store, keys: Sequence[str], after: int, challenger: str | None = None
+) -> frozenset[str]:
+    """The keys among ``keys`` whose wound was fixed in each of its last ``after`` finished gates (of
+    ``challenger`` when given): the regression set's next build counts them as wins."""
+    history = store.gates.item_history(keys, challenger)
+    return frozenset(
+        key
+        for key, entries in history.items()
+        if graduated([ItemOutcome.model_validate(e["outcome"]) for e in entries if "outcome" in e], after)
+    )
