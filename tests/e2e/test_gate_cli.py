@@ -250,3 +250,25 @@ def test_sigkill_mid_gate_then_resume_repeats_no_call(tmp_path: Path, store_url:
         (resumed,) = store.gates.list_gates()
         assert resumed.id == killed.id and resumed.status == "done"
         assert len(store.gates.gate_item_keys(resumed.id)) == 21
+
+
+def test_an_estimate_over_the_budget_refuses_before_any_call(tmp_path: Path, store_url: str) -> None:
+    champion, challenger = targets(tmp_path, make_set(store_url, PASSING))
+    settings = tmp_path / "ragreplay.yaml"
+    settings.write_text("prices:\n  fake:default: {input_per_mtok: 2.0, output_per_mtok: 8.0}\n")
+    args = ["gate", "--champion", str(champion), "--challenger", str(challenger), "--db", store_url]
+    priced = [*args, "--judge", "fake:default", "--config", str(settings), "--budget", "0.01"]
+    refused = subprocess.run(
+        [sys.executable, "-m", "ragreplay.cli.app", *priced], capture_output=True, text=True, timeout=60
+    )
+    # 21 items x 2 orders x (1500 + 250 assumed tokens) at $2/$8 per million: about $0.21
+    assert refused.returncode == 3, refused.stderr
+    assert "42 judge calls" in refused.stderr and "$0.21" in refused.stderr and "--budget" in refused.stderr
+    with Store.open(store_url) as store:
+        (stopped,) = store.gates.list_gates()
+        assert stopped.status == "interrupted" and store.gates.gate_item_keys(stopped.id) == set()
+    # at its real price (free) the fake judge is under any budget; its measured tokens feed the next estimate
+    free = gate(store_url, champion, challenger, "--budget", "0")
+    assert free.returncode == 0 and "estimate: 21 items" in free.stderr
+    again = gate(store_url, champion, challenger, "--fresh")
+    assert "measured over" in again.stderr

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -20,13 +22,16 @@ from rich.text import Text
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.compare.comparison_run import load_targets
 from ragreplay.core.gate import EXIT_CODES, GatePolicy
+from ragreplay.core.regset import SetItem
 from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.gate.estimate import GateEstimate, estimate_gate
 from ragreplay.gate.job import GateSides
 from ragreplay.gate.run import GateReport, run_gate, stored_report
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.jobs.runner import Progress
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
+from ragreplay.providers.pricing import price_table
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.gate import GATE_FORMATS, render_gate, render_gate_markdown
 from ragreplay.settings import Settings
@@ -57,16 +62,19 @@ async def _gate(
     policy: GatePolicy,
     accept_local_judge: bool,
     fresh: bool,
+    spend: SpendCheck,
 ) -> GateReport:
     champion_target, challengers = load_targets(champion, {"challenger": challenger})
     bar = count_progress()
     task = bar.add_task("gating", total=None)
 
-    def on_plan(record: GateRecord, n_done: int, resumed: bool) -> None:
+    def on_plan(record: GateRecord, todo: Sequence[SetItem], resumed: bool) -> None:
+        n_done = record.n_items - len(todo)
         if resumed:
             err_console.print(
                 f"resuming gate {record.id}: {n_done} of {record.n_items} items done", highlight=False
             )
+        spend.check(estimate_gate(store, todo, judge, price_table(settings.prices)))
         bar.update(task, total=record.n_items, completed=n_done)
 
     def on_progress(p: Progress) -> None:
@@ -100,6 +108,32 @@ async def _gate(
             for target in (champion_target, *challengers.values()):
                 await target.aclose()
             await factory.aclose()
+
+
+@dataclass(frozen=True)
+class SpendCheck:
+    """What may be spent: ``budget`` (USD, None: no limit) and whether the user said yes beforehand."""
+
+    budget: float | None
+    yes: bool
+
+    def check(self, estimate: GateEstimate) -> None:
+        """Print the estimate; over the budget, ask on a terminal, refuse elsewhere without ``--yes``."""
+        err_console.print(f"estimate: {estimate.describe()}", highlight=False)
+        if self.budget is None or self.yes:
+            return
+        over = estimate.cost_usd is None or estimate.cost_usd > self.budget
+        if not over:
+            return
+        what = "an unknown cost" if estimate.cost_usd is None else f"${estimate.cost_usd:.2f}"
+        if sys.stdin.isatty() and typer.confirm(
+            f"The gate may cost {what}, over --budget ${self.budget:.2f}. Go on?"
+        ):
+            return
+        raise ConfigError(
+            f"--budget {self.budget:g}: the gate may cost {what}. Fix: raise --budget, pass --yes to go on "
+            "anyway, or gate a smaller set"
+        )
 
 
 def _emit(
@@ -158,6 +192,10 @@ def gate(
     concurrency: Annotated[int | None, typer.Option(help="Items in flight at once [default: 16]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start a new gate instead of resuming")] = False,
+    budget: Annotated[
+        float | None, typer.Option(help="Refuse to start when the estimate is above this (USD)")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Go on over --budget without asking")] = False,
 ) -> None:
     """Answer the regression set with the champion and the challenger, judge each pair blind in both orders,
     and decide the three bars: no regression on wins, preference above 55% on contested, at least 20 of 60
@@ -180,6 +218,7 @@ def gate(
                     gate_policy,
                     accept_local_judge,
                     fresh,
+                    SpendCheck(budget, yes),
                 )
             )
     except RagreplayError as exc:

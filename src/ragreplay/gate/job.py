@@ -54,7 +54,7 @@ async def judge_item(
         answer_safely(sides.champion, question, case), answer_safely(sides.challenger, question, case)
     )
     base: dict[str, Any] = {"key": item.key, "stratum": item.stratum, "question": question}
-    extra = {"champion_answer": champion.text, "challenger_answer": challenger.text}
+    extra: dict[str, Any] = {"champion_answer": champion.text, "challenger_answer": challenger.text}
     failed = [f"{n}: {a.error}" for n, a in (("champion", champion), ("challenger", challenger)) if a.error]
     if failed:
         return _payload(ItemOutcome(**base, error="; ".join(failed)), extra, [], champion, challenger)
@@ -91,6 +91,12 @@ async def judge_item(
         matches_reference=matches if isinstance(matches, bool) else None,
     )
     reasons = [j.reason for _, j in outcome.judgments if j.reason]
+    extra["judge"] = {
+        "calls": len(outcome.judgments),
+        "input_tokens": sum(j.tokens.input for _, j in outcome.judgments),
+        "output_tokens": sum(j.tokens.output for _, j in outcome.judgments),
+        "cost_usd": sum(j.cost_usd for _, j in outcome.judgments),
+    }
     return _payload(result, extra, reasons, champion, challenger)
 
 
@@ -106,7 +112,7 @@ async def _against_reference(
 def _payload(
     outcome: ItemOutcome, extra: dict[str, Any], reasons: list[str], champion: Answer, challenger: Answer
 ) -> dict[str, Any]:
-    cost = champion.cost_usd + challenger.cost_usd
+    cost = champion.cost_usd + challenger.cost_usd + float(extra.get("judge", {}).get("cost_usd", 0.0))
     return {
         "outcome": outcome.model_dump(mode="json"),
         **extra,

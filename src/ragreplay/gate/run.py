@@ -22,8 +22,9 @@ from ragreplay.judges.build import LOCAL_PAIRWISE_SPECS
 from ragreplay.store import Store
 from ragreplay.store.gates import GateRecord, GateStatus
 
-PlanCallback = Callable[[GateRecord, int, bool], None]
-"""``on_plan(gate, n_done, resumed)``: called once the gate is known, before any item runs."""
+PlanCallback = Callable[[GateRecord, Sequence[SetItem], bool], None]
+"""``on_plan(gate, todo, resumed)``: called once the gate is known, before any item runs; it may raise to
+refuse (over budget), and the gate is then marked interrupted."""
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,11 @@ async def run_gate(
     record, resumed = plan_gate(store, regset, config, len(items), fresh)
     done = store.gates.gate_item_keys(record.id)
     todo: Sequence[SetItem] = [i for i in items if i.key not in done]
-    if on_plan is not None:
-        on_plan(record, len(items) - len(todo), resumed)
     dates = {"champion": document_dates(sides.champion), "challenger": document_dates(sides.challenger)}
     job = GateJob(sides, writer, record.id, dates)
     try:
+        if on_plan is not None:
+            on_plan(record, todo, resumed)
         await run_job(
             job,
             JobPlan(todo=todo, progress=Progress(total=len(items), done=len(items) - len(todo))),
