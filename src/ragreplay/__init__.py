@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["ingest", "replay", "replay_async", "report", "summary"]
+__all__ = ["gate", "ingest", "replay", "replay_async", "report", "summary"]
 
 
 def __getattr__(name: str) -> Any:

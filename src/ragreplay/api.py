@@ -13,7 +13,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragreplay.core.gate import GatePolicy
 from ragreplay.core.run_summary import RunSummary
+from ragreplay.gate.run import GateReport, gate_target_files
 from ragreplay.ingest import IngestSummary, ingest_file
 from ragreplay.jobs.runner import ProgressCallback
 from ragreplay.replay import replay_run
@@ -78,3 +80,38 @@ def summary(run_id: str, db: str = "ragreplay.db") -> RunSummary:
 def report(run_id: str, db: str = "ragreplay.db", fmt: str = "text") -> str:
     """A run's report as text, Markdown or JSON."""
     return render(summary(run_id, db), fmt)
+
+
+def gate(
+    champion: str | Path,
+    challenger: str | Path,
+    judge: str,
+    db: str = "ragreplay.db",
+    set_ref: str = "latest",
+    policy: GatePolicy | None = None,
+    accept_local_judge: bool = False,
+    fit_judge: str | None = None,
+    settings: Settings | None = None,
+    fresh: bool = False,
+) -> GateReport:
+    """Gate ``challenger`` against ``champion`` (target YAMLs) on the regression set ``set_ref``; the report's
+    ``verdict.decision`` is pass, fail, inconclusive or error and ``verdict.exit_code`` the CLI's code."""
+    base = settings or Settings()
+    store = Store.open(db)
+    try:
+        return asyncio.run(
+            gate_target_files(
+                store=store,
+                settings=base.model_copy(update={"db": db}),
+                set_ref=set_ref,
+                champion=Path(champion),
+                challenger=Path(challenger),
+                judge_spec=judge,
+                fit_judge_spec=fit_judge,
+                policy=policy,
+                accept_local_judge=accept_local_judge,
+                fresh=fresh,
+            )
+        )
+    finally:
+        store.close()

@@ -8,7 +8,6 @@ judge down, too many items that errored). A gate where most items errored never 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,19 +19,15 @@ from rich.table import Table
 from rich.text import Text
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
-from ragreplay.compare.comparison_run import load_targets
 from ragreplay.core.gate import EXIT_CODES, GatePolicy
 from ragreplay.core.regset import SetItem
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.gate.estimate import GateEstimate, estimate_gate
-from ragreplay.gate.job import GateSides
-from ragreplay.gate.run import GateReport, run_gate, stored_report
+from ragreplay.gate.run import GateReport, gate_target_files, stored_report
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.jobs.runner import Progress
-from ragreplay.jobs.writer import StoreWriter
-from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
+from ragreplay.judges.build import default_fit_judge
 from ragreplay.providers.pricing import price_table
-from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.gate import GATE_FORMATS, render_gate, render_gate_markdown
 from ragreplay.settings import Settings
 from ragreplay.store import Store
@@ -64,7 +59,6 @@ async def _gate(
     fresh: bool,
     spend: SpendCheck,
 ) -> GateReport:
-    champion_target, challengers = load_targets(champion, {"challenger": challenger})
     bar = count_progress()
     task = bar.add_task("gating", total=None)
 
@@ -80,34 +74,21 @@ async def _gate(
     def on_progress(p: Progress) -> None:
         bar.update(task, completed=p.done)
 
-    async with StoreWriter(store) as writer:
-        factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)
-        try:
-            sides = GateSides(
-                champion=champion_target,
-                challenger=challengers["challenger"],
-                pairwise=build_pairwise_judge(judge, factory),
-                fit_judge=build_fit_judge(fit_judge, factory),
-            )
-            with bar:
-                return await run_gate(
-                    store=store,
-                    writer=writer,
-                    set_ref=set_ref,
-                    sides=sides,
-                    judge_spec=judge,
-                    fit_judge_spec=fit_judge,
-                    policy=policy,
-                    accept_local_judge=accept_local_judge,
-                    concurrency=settings.concurrency,
-                    fresh=fresh,
-                    on_plan=on_plan,
-                    progress=on_progress,
-                )
-        finally:
-            for target in (champion_target, *challengers.values()):
-                await target.aclose()
-            await factory.aclose()
+    with bar:
+        return await gate_target_files(
+            store=store,
+            settings=settings,
+            set_ref=set_ref,
+            champion=champion,
+            challenger=challenger,
+            judge_spec=judge,
+            fit_judge_spec=fit_judge,
+            policy=policy,
+            accept_local_judge=accept_local_judge,
+            fresh=fresh,
+            on_plan=on_plan,
+            progress=on_progress,
+        )
 
 
 @dataclass(frozen=True)

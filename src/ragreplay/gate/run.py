@@ -4,12 +4,15 @@ one job runner, then evaluate the bars and store the verdict with the gate."""
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from ragreplay.compare.comparison_run import load_targets
 from ragreplay.compare.runner import document_dates
 from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated
 from ragreplay.core.ids import content_hash
@@ -18,7 +21,14 @@ from ragreplay.errors import ConfigError
 from ragreplay.gate.job import GateJob, GateSides
 from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.jobs.writer import StoreWriter
-from ragreplay.judges.build import LOCAL_PAIRWISE_SPECS
+from ragreplay.judges.build import (
+    LOCAL_PAIRWISE_SPECS,
+    build_fit_judge,
+    build_pairwise_judge,
+    default_fit_judge,
+)
+from ragreplay.providers.registry import ModelFactory
+from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.gates import GateRecord, GateStatus
 
@@ -197,3 +207,55 @@ def graduated_keys(
         for key, entries in history.items()
         if graduated([ItemOutcome.model_validate(e["outcome"]) for e in entries if "outcome" in e], after)
     )
+
+
+async def gate_target_files(
+    *,
+    store: Store,
+    settings: Settings,
+    set_ref: str,
+    champion: Path,
+    challenger: Path,
+    judge_spec: str,
+    fit_judge_spec: str | None = None,
+    policy: GatePolicy | None = None,
+    accept_local_judge: bool = False,
+    fresh: bool = False,
+    env: Mapping[str, str] | None = None,
+    on_plan: PlanCallback | None = None,
+    progress: ProgressCallback | None = None,
+) -> GateReport:
+    """The whole gate from two target files: build the targets and judges (model calls cached in the store
+    through the one writer), run the gate, close everything. The CLI, the Python API and the pytest plugin
+    all gate through this."""
+    champion_target, challengers = load_targets(champion, {"challenger": challenger})
+    fit_spec = fit_judge_spec or default_fit_judge(judge_spec)
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(
+            settings.model_settings(), cache=writer, env=env if env is not None else os.environ
+        )
+        try:
+            sides = GateSides(
+                champion=champion_target,
+                challenger=challengers["challenger"],
+                pairwise=build_pairwise_judge(judge_spec, factory),
+                fit_judge=build_fit_judge(fit_spec, factory),
+            )
+            return await run_gate(
+                store=store,
+                writer=writer,
+                set_ref=set_ref,
+                sides=sides,
+                judge_spec=judge_spec,
+                fit_judge_spec=fit_spec,
+                policy=policy or GatePolicy(),
+                accept_local_judge=accept_local_judge,
+                concurrency=settings.concurrency,
+                fresh=fresh,
+                on_plan=on_plan,
+                progress=progress,
+            )
+        finally:
+            for target in (champion_target, *challengers.values()):
+                await target.aclose()
+            await factory.aclose()
