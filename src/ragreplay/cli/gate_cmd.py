@@ -8,6 +8,7 @@ judge down, too many items that errored). A gate where most items errored never 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -257,3 +258,29 @@ def gates(
             r.decision or "-",
         )
     console.print(table)
+
+
+def gate_comment(
+    file: Annotated[Path, typer.Argument(help="The Markdown comment (`ragreplay gate --comment FILE`)")],
+    repo: Annotated[str, typer.Option(help="owner/name [default: $GITHUB_REPOSITORY]")] = "",
+    pr: Annotated[int, typer.Option(help="Pull request number")] = 0,
+    api_url: Annotated[
+        str, typer.Option(help="GitHub API [default: $GITHUB_API_URL or api.github.com]")
+    ] = "",
+) -> None:
+    """Post the gate's comment on a GitHub pull request, or edit the one posted before (one comment per PR,
+    kept up to date). The token comes from $GITHUB_TOKEN."""
+    from ragreplay.ci.github import PullRequest, upsert_comment
+
+    token = os.environ.get("GITHUB_TOKEN", "")
+    repo = repo or os.environ.get("GITHUB_REPOSITORY", "")
+    if not token or not repo or pr < 1:
+        raise ConfigError(
+            "gate-comment needs $GITHUB_TOKEN, --repo owner/name (or $GITHUB_REPOSITORY) and --pr N. Fix: in a "
+            "workflow pass `env: GITHUB_TOKEN: ${{ github.token }}` and `--pr ${{ github.event.number }}`"
+        )
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such file. Fix: write it with `ragreplay gate --comment {file}`")
+    api = api_url or os.environ.get("GITHUB_API_URL", "https://api.github.com")
+    done = upsert_comment(PullRequest(repo, pr, api), file.read_text(encoding="utf-8"), token)
+    err_console.print(f"gate comment {done} on {repo}#{pr}", highlight=False)

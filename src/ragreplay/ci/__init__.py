@@ -1,0 +1,1 @@
+"""Helpers for the CI systems the gate runs in."""
