@@ -24,6 +24,7 @@ from ragreplay.core.regset import (
     allocate,
     as_pinned,
     classify,
+    cluster_probability,
     diff_sets,
     inputs_digest,
     leader_clusters,
@@ -33,6 +34,7 @@ from ragreplay.core.regset import (
     question_key,
     select,
     strata_counts,
+    water_level,
     weighted_share,
 )
 from ragreplay.core.types import Feedback, Fit
@@ -227,6 +229,8 @@ def test_near_duplicates_merge_within_a_stratum_only() -> None:
     ]
     again = merge_near_duplicates([merged[0], Pooled("win", cand("q e"), 1)], np.stack([unit(1, 0)] * 2))
     assert again[0].merged == (b.candidate.key, cand("q e").key) and again[0].count == 6
+    kept = merge_near_duplicates([a, b], vectors[:2], threshold=0.95, keep=frozenset({b.candidate.key}))
+    assert [(p.candidate.question, p.count) for p in kept] == [("q a", 2), ("q b", 3)]  # a pin stays itself
     with pytest.raises(ValueError, match="one vector"):
         merge_near_duplicates([a, b], vectors)
 
@@ -241,8 +245,8 @@ def test_leader_clusters() -> None:
 # --- allocate ---------------------------------------------------------------------------------------------
 
 
-def check_allocation(sizes: list[int], quota: int) -> list[int]:
-    picks = allocate(sizes, quota)
+def check_allocation(sizes: list[int], quota: int, rng: random.Random | None = None) -> list[int]:
+    picks = allocate(sizes, quota, rng)
     assert len(picks) == len(sizes)
     assert sum(picks) == min(quota, sum(sizes))
     assert all(0 <= p <= s for p, s in zip(picks, sizes, strict=True))
@@ -272,7 +276,28 @@ def test_allocate_property_over_random_size_lists() -> None:
     rng = random.Random(20261201)
     for _ in range(2000):
         sizes = [rng.choice([1, 1, 2, 3, 5, 8, 40, 200]) for _ in range(rng.randint(1, 30))]
-        check_allocation(sizes, rng.randint(0, sum(sizes) + 20))
+        quota = rng.randint(0, sum(sizes) + 20)
+        fixed = check_allocation(sizes, quota)
+        drawn = check_allocation(sizes, quota, random.Random(rng.random()))
+        level, extra = water_level(sizes, quota)
+        for picks in (fixed, drawn):  # the same shape: the level everywhere, one more in `extra` clusters
+            assert sorted(p - min(s, level) for p, s in zip(picks, sizes, strict=True)) == sorted(
+                [0] * (len(sizes) - extra) + [1] * extra
+            )
+
+
+def test_the_extra_picks_go_to_clusters_drawn_at_random() -> None:
+    # 3 picks over 5 clusters: one each for 3 of them; without a generator always the first three
+    assert allocate([1, 1, 2, 3, 6], 3) == [1, 1, 1, 0, 0]
+    drawn = Counter(tuple(allocate([1, 1, 2, 3, 6], 3, random.Random(s))) for s in range(2000))
+    assert len(drawn) == 10  # every choice of 3 clusters of 5 occurs
+    assert water_level([1, 1, 2, 3, 6], 3) == (0, 3)
+    assert water_level([5, 5, 5], 7) == (2, 1) and water_level([1, 10], 6) == (5, 0)
+    assert water_level([2, 2], 10) == (2, 0) and water_level([], 3) == (0, 0)
+    # a question of the 6-cluster: picked when its cluster is (3/5), then 1 of 6
+    assert cluster_probability(6, [1, 1, 2, 3, 6], 3) == pytest.approx(3 / 5 / 6)
+    assert cluster_probability(1, [1, 10], 6) == 1.0 and cluster_probability(10, [1, 10], 6) == 0.5
+    assert cluster_probability(4, [1, 4, 4], 4) == pytest.approx(1.5 / 4)
 
 
 # --- select -----------------------------------------------------------------------------------------------
@@ -354,9 +379,20 @@ def test_weights_are_count_over_probability() -> None:
         assert item.weight == pytest.approx(item.count / item.inclusion_probability)
 
 
-def test_inclusion_probabilities_match_selection_frequencies_by_simulation() -> None:
-    pooled, clusters = make_pool(SPEC)
-    sizes = {"win": 12, "contested": 5, "wound": 3}
+SPARSE: dict[Stratum, list[int]] = {"win": [2, 5, 10, 30], "contested": [1, 4, 4], "wound": [1, 1, 2, 3, 6]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "sizes"),
+    [
+        (SPEC, {"win": 12, "contested": 5, "wound": 3}),  # quotas at least the clusters
+        (SPARSE, {"win": 7, "contested": 4, "wound": 3}),  # fewer picks than clusters, odd remainders
+    ],
+)
+def test_inclusion_probabilities_match_selection_frequencies_by_simulation(
+    spec: dict[Stratum, list[int]], sizes: dict[Stratum, int]
+) -> None:
+    pooled, clusters = make_pool(spec)
     pinned = frozenset({pooled[3].candidate.key})  # one of the win stratum's second cluster
     runs = 3000
     hits: Counter[str] = Counter()

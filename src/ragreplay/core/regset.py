@@ -11,8 +11,9 @@ the user's label, the judges' decisions, the champion's scores. :func:`classify`
 - ``win``: the user liked the answer, or the judge preferred the champion in both orders, or both sides agree
   and the champion scored 4 or more on every axis.
 
-:func:`select` dedupes near-identical questions, clusters the rest (leader clustering on unit vectors), and in each
-stratum spreads the quota evenly over the clusters, so frequent questions cannot crowd out rare ones. Every
+:func:`merge_near_duplicates` merges near-identical questions, :func:`leader_clusters` clusters the rest (on unit
+vectors), and :func:`select` spreads each stratum's quota evenly over its clusters (the clusters that get one
+pick more drawn at random), so frequent questions cannot crowd out rare ones. Every
 selected item carries its cluster, its inclusion probability and its weight (requests it stands for divided by
 that probability), so any aggregate over the set can be reweighted back to production traffic.
 """
@@ -167,23 +168,29 @@ def pool(
 
 
 def merge_near_duplicates(
-    pooled: Sequence[Pooled], vectors: np.ndarray, threshold: float = 0.95
+    pooled: Sequence[Pooled],
+    vectors: np.ndarray,
+    threshold: float = 0.95,
+    keep: frozenset[str] = frozenset(),
 ) -> list[Pooled]:
     """Merge questions of one stratum whose unit vectors have cosine >= ``threshold`` into the first of them
-    (counts add, the merged keys are recorded). ``vectors[i]`` belongs to ``pooled[i]``."""
+    (counts add, the merged keys are recorded). ``vectors[i]`` belongs to ``pooled[i]``. A key in ``keep``
+    (a pinned question) is never merged into another one (others may merge into it)."""
     if len(pooled) != len(vectors):
         raise ValueError("one vector per pooled question")
     kept: list[int] = []
     merged: dict[int, list[int]] = {}
     for i, item in enumerate(pooled):
-        target = next(
-            (
-                j
-                for j in kept
-                if pooled[j].stratum == item.stratum and float(vectors[i] @ vectors[j]) >= threshold
-            ),
-            None,
-        )
+        target = None
+        if item.candidate.key not in keep:
+            target = next(
+                (
+                    j
+                    for j in kept
+                    if pooled[j].stratum == item.stratum and float(vectors[i] @ vectors[j]) >= threshold
+                ),
+                None,
+            )
         if target is None:
             kept.append(i)
             merged[i] = []
@@ -217,21 +224,43 @@ def leader_clusters(vectors: np.ndarray, threshold: float = 0.8) -> list[int]:
     return labels
 
 
-def allocate(sizes: Sequence[int], quota: int) -> list[int]:
+def water_level(sizes: Sequence[int], quota: int) -> tuple[int, int]:
+    """``(level, extra)`` of spreading ``quota`` picks over clusters of ``sizes`` as evenly as possible: every
+    cluster gets ``min(size, level)`` picks, and ``extra`` more picks go, one each, to ``extra`` of the clusters
+    holding more than ``level`` (there are always more such clusters than ``extra``)."""
+    target = min(quota, sum(sizes))
+    low, high = 0, max(sizes, default=0)
+    while low < high:  # the highest level whose picks fit in the quota
+        mid = (low + high + 1) // 2
+        if sum(min(s, mid) for s in sizes) <= target:
+            low = mid
+        else:
+            high = mid - 1
+    return low, target - sum(min(s, low) for s in sizes)
+
+
+def allocate(sizes: Sequence[int], quota: int, rng: random.Random | None = None) -> list[int]:
     """Spread ``quota`` picks over clusters of ``sizes`` as evenly as possible (water filling): no cluster
-    gets more than it holds, and a cluster gets more than another only when that one is exhausted."""
-    picks = [0] * len(sizes)
-    left = min(quota, sum(sizes))
-    while left > 0:
-        open_ = [i for i, s in enumerate(sizes) if picks[i] < s]
-        share = max(1, left // len(open_))
-        for i in sorted(open_, key=lambda i: (picks[i], i)):
-            if left == 0:
-                break
-            give = min(share, sizes[i] - picks[i], left)
-            picks[i] += give
-            left -= give
+    gets more than it holds, and a cluster gets more than another only when that one is exhausted, or by the
+    one extra pick of :func:`water_level`. The extra picks go to clusters drawn by ``rng`` (uniformly among
+    those above the level), or to the first of them without ``rng``."""
+    level, extra = water_level(sizes, quota)
+    picks = [min(s, level) for s in sizes]
+    above = [i for i, s in enumerate(sizes) if s > level]
+    for i in rng.sample(above, extra) if rng is not None else above[:extra]:
+        picks[i] += 1
     return picks
+
+
+def cluster_probability(size: int, sizes: Sequence[int], quota: int) -> float:
+    """The inclusion probability of each question of a cluster of ``size`` when ``quota`` picks are spread
+    over clusters of ``sizes`` by :func:`allocate` with a random generator and drawn uniformly within each
+    cluster: 1 for a cluster at or under the level, else ``(level + extra / clusters above the level) / size``."""
+    level, extra = water_level(sizes, quota)
+    if size <= level:
+        return 1.0
+    above = sum(1 for s in sizes if s > level)
+    return (level + extra / above) / size
 
 
 class SetItem(BaseModel):
@@ -270,6 +299,10 @@ def select(
 ) -> Selection:
     """Sample each stratum's quota evenly across clusters, uniformly within a cluster (seeded).
 
+    When the quota does not divide evenly (fewer picks than clusters, say), the clusters that get one pick
+    more are drawn at random too, so every question of the stratum can be chosen and its stated inclusion
+    probability (:func:`cluster_probability`) is exact.
+
     Pinned keys are always in (probability 1) and count toward their stratum's quota. ``clusters[i]`` is the
     cluster of ``pooled[i]``. The same inputs and seed give the same selection.
     """
@@ -289,11 +322,12 @@ def select(
         n_clusters[stratum] = len(by_cluster)
         order = sorted(by_cluster)
         quota = max(0, sizes.get(stratum, 0) - len(forced))
-        picks = allocate([len(by_cluster[c]) for c in order], quota)
+        cluster_sizes = [len(by_cluster[c]) for c in order]
+        picks = allocate(cluster_sizes, quota, rng)
         for c, k in zip(order, picks, strict=True):
             members_c = by_cluster[c]
             chosen = rng.sample(range(len(members_c)), k) if k else []
-            probability = k / len(members_c)
+            probability = cluster_probability(len(members_c), cluster_sizes, quota)
             items += [_item(members_c[j], c, probability) for j in sorted(chosen)]
     return Selection(items, pool_sizes, n_clusters)
 
