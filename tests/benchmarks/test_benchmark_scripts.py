@@ -74,3 +74,25 @@ def test_throughput_benchmark_runs_small() -> None:
     last = out.strip().splitlines()[-1].split("|")
     cases, calls, warm_calls = int(last[1]), int(last[4]), int(last[8])
     assert cases == 40 and calls == 60 and warm_calls == 0
+
+
+def test_gate_benchmark_runs_small() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gate_throughput.py"),
+            "--items",
+            "30",
+            "--concurrency",
+            "4",
+            "--latency-ms",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    last = out.strip().splitlines()[-1].split("|")
+    items, calls, minimum, warm_calls = int(last[1]), int(last[4]), int(last[5]), int(last[9])
+    assert items == 30 and calls == minimum == 60 and warm_calls == 0
