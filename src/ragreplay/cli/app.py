@@ -11,7 +11,9 @@ from ragreplay.cli import (
     compare_cmd,
     demo_cmd,
     gate_cmd,
+    gate_demo_cmd,
     ingest_cmd,
+    regset_cmd,
     report_cmd,
     run_cmd,
     schema_cmd,
@@ -48,12 +50,14 @@ app.command()(gate_cmd.gate)
 app.command(name="gate-report")(gate_cmd.gate_report)
 app.command()(gate_cmd.gates)
 app.command(name="gate-comment")(gate_cmd.gate_comment)
+app.command(name="gate-demo")(gate_demo_cmd.gate_demo)
 shadow_judge_cmd.register(shadow_cmd.shadow_app)
 shadow_feedback_cmd.register(shadow_cmd.shadow_app)
 shadow_purge_cmd.register(shadow_cmd.shadow_app)
 shadow_dashboard_cmd.register(shadow_cmd.shadow_app)
 shadow_cmd.shadow_app.command(name="demo")(shadow_demo_cmd.demo)
 app.add_typer(shadow_cmd.shadow_app, name="shadow")
+app.add_typer(regset_cmd.regset_app, name="regset")
 
 
 def main(argv: list[str] | None = None) -> int:
