@@ -54,45 +54,25 @@ def test_rewrite_benchmark_runs_with_the_fake_model() -> None:
     assert "40 turns" in out and "`fake:default`" in out and "identity" in out
 
 
-def test_throughput_benchmark_runs_small() -> None:
+def run_benchmark(script: str, *args: str) -> list[str]:
+    """Run ``benchmarks/<script>`` with ``args``; the cells of the table row it prints last."""
     out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "replay_throughput.py"),
-            "--cases",
-            "40",
-            "--concurrency",
-            "8",
-            "--latency-ms",
-            "20",
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
     ).stdout
-    last = out.strip().splitlines()[-1].split("|")
+    return out.strip().splitlines()[-1].split("|")
+
+
+def test_throughput_benchmark_runs_small() -> None:
+    last = run_benchmark("replay_throughput.py", "--cases", "40", "--concurrency", "8", "--latency-ms", "20")
     cases, calls, warm_calls = int(last[1]), int(last[4]), int(last[8])
     assert cases == 40 and calls == 60 and warm_calls == 0
 
 
 def test_gate_benchmark_runs_small() -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "gate_throughput.py"),
-            "--items",
-            "30",
-            "--concurrency",
-            "4",
-            "--latency-ms",
-            "20",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    last = out.strip().splitlines()[-1].split("|")
+    last = run_benchmark("gate_throughput.py", "--items", "30", "--concurrency", "4", "--latency-ms", "20")
     items, calls, minimum, warm_calls = int(last[1]), int(last[4]), int(last[5]), int(last[9])
     assert items == 30 and calls == minimum == 60 and warm_calls == 0
