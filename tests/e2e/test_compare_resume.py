@@ -14,9 +14,9 @@ from rich.console import Console
 from e2e.test_compare import _fake_fixture
 from ragreplay.cli import compare_cmd
 from ragreplay.cli.app import main
+from ragreplay.core.runs import RunStatus
 from ragreplay.core.types import Answer, Case
 from ragreplay.store import Store
-from ragreplay.store.comparisons import ComparisonStatus
 from ragreplay.targets.fake import FakeTarget
 
 QUESTIONS = [
@@ -130,7 +130,7 @@ def test_a_comparison_stopped_by_ctrl_c_resumes_with_only_the_remaining_cases(
     assert calls.questions[:6] == [q for q in QUESTIONS[:2] for _ in range(3)]
     with Store.open(str(tmp_path / "s.db")) as store:
         (stopped,) = store.comparisons.list_comparisons()
-        assert stopped.status == ComparisonStatus.INTERRUPTED
+        assert stopped.status == RunStatus.INTERRUPTED
         assert store.comparisons.compared_case_counts([stopped.id]) == {stopped.id: 2}
     model_calls = calls.model_calls()
 
@@ -144,7 +144,7 @@ def test_a_comparison_stopped_by_ctrl_c_resumes_with_only_the_remaining_cases(
     assert {r["question"] for r in rows} == set(QUESTIONS)
     with Store.open(str(tmp_path / "s.db")) as store:
         done = store.comparisons.get_comparison(stopped.id)
-        assert done is not None and done.status == ComparisonStatus.DONE and done.finished_at is not None
+        assert done is not None and done.status == RunStatus.DONE and done.finished_at is not None
 
     # The resumed comparison reports what one uninterrupted run reports (latencies aside).
     fresh = _json([*args, "--fresh"], capsys)

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.exc import IntegrityError
 
-from ragreplay.core.runs import SourceRecord
+from ragreplay.core.runs import RunStatus, SourceRecord
 from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
 from ragreplay.store import Store, StoreError
-from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord, ComparisonStatus
+from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 CONFIG = {"champion": {"name": "prod", "version": "v1"}, "order": "both", "cases": "log.jsonl", "n": 1.5}
@@ -19,7 +19,7 @@ CONFIG = {"champion": {"name": "prod", "version": "v1"}, "order": "both", "cases
 def record(
     cid: str,
     at: datetime = T0,
-    status: ComparisonStatus = ComparisonStatus.RUNNING,
+    status: RunStatus = RunStatus.RUNNING,
     config_hash: str = "cfg1",
     dataset_hash: str = "ds1",
 ) -> ComparisonRecord:
@@ -58,23 +58,23 @@ def test_create_get_by_prefix_and_list_newest_first(store: Store) -> None:
 
 
 def test_find_resumable_comparison_by_hashes_and_status(store: Store) -> None:
-    store.comparisons.create_comparison(record("cmp_old", T0, ComparisonStatus.INTERRUPTED))
-    store.comparisons.create_comparison(record("cmp_new", T0 + timedelta(hours=1), ComparisonStatus.RUNNING))
+    store.comparisons.create_comparison(record("cmp_old", T0, RunStatus.INTERRUPTED))
+    store.comparisons.create_comparison(record("cmp_new", T0 + timedelta(hours=1), RunStatus.RUNNING))
     store.comparisons.create_comparison(record("cmp_other_cfg", T0 + timedelta(hours=2), config_hash="cfg2"))
     store.comparisons.create_comparison(record("cmp_other_ds", T0 + timedelta(hours=3), dataset_hash="ds2"))
     found = store.comparisons.find_unfinished_comparison("cfg1", "ds1")
     assert found is not None and found.id == "cmp_new"
-    store.comparisons.set_comparison_status("cmp_new", ComparisonStatus.DONE, T0 + timedelta(hours=4))
+    store.comparisons.set_comparison_status("cmp_new", RunStatus.DONE, T0 + timedelta(hours=4))
     found = store.comparisons.find_unfinished_comparison("cfg1", "ds1")
     assert found is not None and found.id == "cmp_old"
     latest = store.comparisons.find_comparison("cfg1", "ds1")
-    assert latest is not None and latest.id == "cmp_new" and latest.status == ComparisonStatus.DONE
+    assert latest is not None and latest.id == "cmp_new" and latest.status == RunStatus.DONE
     assert latest.finished_at == T0 + timedelta(hours=4)
-    store.comparisons.set_comparison_status("cmp_old", ComparisonStatus.DONE)
+    store.comparisons.set_comparison_status("cmp_old", RunStatus.DONE)
     assert store.comparisons.find_unfinished_comparison("cfg1", "ds1") is None
     assert store.comparisons.find_unfinished_comparison("cfg9", "ds1") is None
     with pytest.raises(StoreError, match="no comparison 'cmp_missing'"):
-        store.comparisons.set_comparison_status("cmp_missing", ComparisonStatus.DONE)
+        store.comparisons.set_comparison_status("cmp_missing", RunStatus.DONE)
 
 
 def test_rows_are_saved_replaced_and_read_back_in_case_order(store: Store) -> None:

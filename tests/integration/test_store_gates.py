@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragreplay.core.gate import ItemOutcome
+from ragreplay.core.runs import RunStatus
 from ragreplay.gate.run import graduated_keys
 from ragreplay.store import Store, StoreError
-from ragreplay.store.gates import GateItemRecord, GateRecord, GateStatus
+from ragreplay.store.gates import GateItemRecord, GateRecord
 
 T0 = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 
@@ -18,7 +19,7 @@ def record(gate_id: str, at: datetime, config_hash: str = "h1", challenger: str 
     return GateRecord(
         id=gate_id,
         created_at=at,
-        status=GateStatus.RUNNING,
+        status=RunStatus.RUNNING,
         set_id="rs1",
         challenger=challenger,
         config={"challenger": {"name": challenger}},
@@ -47,7 +48,7 @@ def test_gates_are_created_found_resumed_and_finished(store: Store) -> None:
     assert store.gates.gate_item_keys("gate_a") == {"k1", "k2"}
     (k1, _) = store.gates.load_gate_items("gate_a")
     assert k1.payload["outcome"]["challenger_score"] == 5.0  # the last write for a key wins
-    store.gates.set_gate_status("gate_a", GateStatus.INTERRUPTED)
+    store.gates.set_gate_status("gate_a", RunStatus.INTERRUPTED)
     assert store.gates.find_unfinished_gate("h1") is not None  # interrupted gates resume too
     store.gates.finish_gate("gate_a", "pass", {"decision": "pass"})
     done = store.gates.get_gate("gate_a")
@@ -60,7 +61,7 @@ def test_gates_are_created_found_resumed_and_finished(store: Store) -> None:
     assert done.finished_at is not None and store.gates.find_unfinished_gate("h1") is None
     assert store.gates.get_gate("gate_") is not None  # a unique prefix
     with pytest.raises(StoreError, match="no gate"):
-        store.gates.set_gate_status("gate_missing", GateStatus.DONE)
+        store.gates.set_gate_status("gate_missing", RunStatus.DONE)
 
 
 def test_history_and_graduation_over_consecutive_finished_gates(store: Store) -> None:

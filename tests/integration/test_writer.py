@@ -87,7 +87,7 @@ async def test_store_failure_reaches_every_waiter(store: Store) -> None:
 async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store: Store) -> None:
     from ragreplay.core.shadow import ShadowAnswer, ShadowRow
     from ragreplay.core.types import Fit
-    from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord, ComparisonStatus
+    from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord
     from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
     now = datetime.now(UTC)
@@ -95,7 +95,7 @@ async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store:
         ComparisonRecord(
             id="cmp_w",
             created_at=now,
-            status=ComparisonStatus.RUNNING,
+            status=RunStatus.RUNNING,
             config_hash="c",
             dataset_hash="d",
             n_cases=2,

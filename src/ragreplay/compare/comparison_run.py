@@ -13,6 +13,7 @@ from pathlib import Path
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.compare.runner import CaseComparison, ComparisonSetup, compare_case, side_dates
 from ragreplay.compare.stored import comparison_config, plan_comparison, row_records, summary_from_store
+from ragreplay.core.runs import RunStatus
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import JobPlan, Progress, run_job
@@ -22,7 +23,7 @@ from ragreplay.judges.position import OrderMode
 from ragreplay.ports import Target
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.store import Store
-from ragreplay.store.comparisons import ComparisonRecord, ComparisonStatus
+from ragreplay.store.comparisons import ComparisonRecord
 from ragreplay.targets.loader import load_target
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -104,7 +105,7 @@ async def run_comparison(
         todo = [c for c in cases if any((c.id, name) not in saved for name in challengers)]
         if on_plan is not None:
             on_plan(record, len(cases) - len(todo), reused)
-        if todo or record.status != ComparisonStatus.DONE:
+        if todo or record.status != RunStatus.DONE:
             await _fill(
                 store,
                 writer,
@@ -175,6 +176,6 @@ async def _fill(
         await run_job(job, JobPlan(todo=todo, progress=Progress(total=len(todo))), setup.concurrency)
     except BaseException:
         with contextlib.suppress(Exception):  # never hide why the comparison stopped
-            store.comparisons.set_comparison_status(comparison_id, ComparisonStatus.INTERRUPTED)
+            store.comparisons.set_comparison_status(comparison_id, RunStatus.INTERRUPTED)
         raise
-    store.comparisons.set_comparison_status(comparison_id, ComparisonStatus.DONE, datetime.now(UTC))
+    store.comparisons.set_comparison_status(comparison_id, RunStatus.DONE, datetime.now(UTC))

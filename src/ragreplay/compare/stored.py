@@ -12,11 +12,12 @@ from typing import Any
 from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.ids import content_hash
+from ragreplay.core.runs import RunStatus
 from ragreplay.errors import RagreplayError
 from ragreplay.judges.position import OrderMode, PairOutcome
 from ragreplay.ports import Judge, PairwiseJudge, Target
 from ragreplay.store import Store
-from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord, ComparisonStatus
+from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord
 
 
 def new_comparison_id(now: datetime) -> str:
@@ -77,15 +78,15 @@ def plan_comparison(
     if not fresh:
         found = store.comparisons.find_comparison(*hashes)
         if found is not None:
-            if found.status != ComparisonStatus.DONE:
-                store.comparisons.set_comparison_status(found.id, ComparisonStatus.RUNNING)
-                found = found.model_copy(update={"status": ComparisonStatus.RUNNING, "finished_at": None})
+            if found.status != RunStatus.DONE:
+                store.comparisons.set_comparison_status(found.id, RunStatus.RUNNING)
+                found = found.model_copy(update={"status": RunStatus.RUNNING, "finished_at": None})
             return found, True
     now = datetime.now(UTC)
     record = ComparisonRecord(
         id=new_comparison_id(now),
         created_at=now,
-        status=ComparisonStatus.RUNNING,
+        status=RunStatus.RUNNING,
         config=dict(config),
         config_hash=hashes[0],
         dataset_hash=hashes[1],

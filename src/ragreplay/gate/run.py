@@ -17,6 +17,7 @@ from ragreplay.compare.runner import document_dates
 from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated
 from ragreplay.core.ids import content_hash
 from ragreplay.core.regset import RegressionSetRecord, SetItem
+from ragreplay.core.runs import RunStatus
 from ragreplay.errors import ConfigError
 from ragreplay.gate.job import GateJob, GateSides
 from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
@@ -30,7 +31,7 @@ from ragreplay.judges.build import (
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.settings import Settings
 from ragreplay.store import Store
-from ragreplay.store.gates import GateRecord, GateStatus
+from ragreplay.store.gates import GateRecord
 
 PlanCallback = Callable[[GateRecord, Sequence[SetItem], bool], None]
 """``on_plan(gate, todo, resumed)``: called once the gate is known, before any item runs; it may raise to
@@ -98,13 +99,13 @@ def plan_gate(
     if not fresh:
         found = store.gates.find_unfinished_gate(digest)
         if found is not None:
-            store.gates.set_gate_status(found.id, GateStatus.RUNNING)
+            store.gates.set_gate_status(found.id, RunStatus.RUNNING)
             return found, True
     now = datetime.now(UTC)
     record = GateRecord(
         id=f"gate_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(2)}",
         created_at=now,
-        status=GateStatus.RUNNING,
+        status=RunStatus.RUNNING,
         set_id=regset.id,
         challenger=str(config["challenger"]["name"]),
         config=config,
@@ -150,7 +151,7 @@ async def run_gate(
         )
     except BaseException:
         with contextlib.suppress(Exception):  # never hide why the gate stopped
-            store.gates.set_gate_status(record.id, GateStatus.INTERRUPTED)
+            store.gates.set_gate_status(record.id, RunStatus.INTERRUPTED)
         raise
     return finish_gate(store, record.id, policy, accept_local_judge or judge_spec not in LOCAL_PAIRWISE_SPECS)
 

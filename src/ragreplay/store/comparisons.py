@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Row, func, select, update
 
+from ragreplay.core.runs import RunStatus
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
 from ragreplay.store.connect import StoreError
 from ragreplay.store.schema import (
@@ -25,16 +25,7 @@ from ragreplay.store.schema import (
     status_config_row,
 )
 
-
-class ComparisonStatus(StrEnum):
-    """Where a comparison stands. ``running`` with no live process means it was killed: resume it."""
-
-    RUNNING = "running"
-    INTERRUPTED = "interrupted"
-    DONE = "done"
-
-
-_UNFINISHED = (ComparisonStatus.RUNNING.value, ComparisonStatus.INTERRUPTED.value)
+_UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
 
 
 class ComparisonRecord(BaseModel):
@@ -44,7 +35,7 @@ class ComparisonRecord(BaseModel):
 
     id: str
     created_at: datetime
-    status: ComparisonStatus
+    status: RunStatus
     config: dict[str, Any] = Field(default_factory=dict)
     config_hash: str
     dataset_hash: str
@@ -115,7 +106,7 @@ class ComparisonsRepository(StoreBase):
         return self.find_comparison(config_hash, dataset_hash, unfinished_only=True)
 
     def set_comparison_status(
-        self, comparison_id: str, status: ComparisonStatus, finished_at: datetime | None = None
+        self, comparison_id: str, status: RunStatus, finished_at: datetime | None = None
     ) -> None:
         """Set a comparison's status and ``finished_at`` (``None`` clears it, e.g. when it resumes)."""
         with self._write() as conn:

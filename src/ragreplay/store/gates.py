@@ -10,26 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Row, select, update
 
+from ragreplay.core.runs import RunStatus
 from ragreplay.store.base import BATCH_SIZE, StoreBase, unique_by_prefix
 from ragreplay.store.connect import StoreError
 from ragreplay.store.schema import dumps, gate_items, gates
 
-
-class GateStatus(StrEnum):
-    """Where a gate stands. ``running`` with no live process means it was killed: resume it."""
-
-    RUNNING = "running"
-    INTERRUPTED = "interrupted"
-    DONE = "done"
-
-
-_UNFINISHED = (GateStatus.RUNNING.value, GateStatus.INTERRUPTED.value)
+_UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
 
 
 class GateRecord(BaseModel):
@@ -39,7 +30,7 @@ class GateRecord(BaseModel):
 
     id: str
     created_at: datetime
-    status: GateStatus
+    status: RunStatus
     set_id: str
     challenger: str
     config: dict[str, Any] = Field(default_factory=dict)
@@ -115,17 +106,17 @@ class GatesRepository(StoreBase):
         with self._read() as conn:
             return [_record(r) for r in conn.execute(query)]
 
-    def set_gate_status(self, gate_id: str, status: GateStatus) -> None:
+    def set_gate_status(self, gate_id: str, status: RunStatus) -> None:
         """Move a gate to ``status`` (running again clears its finish time and verdict)."""
         values: dict[str, Any] = {"status": status.value}
-        if status == GateStatus.RUNNING:
+        if status == RunStatus.RUNNING:
             values.update(finished_at=None)
         self._update(gate_id, values)
 
     def finish_gate(self, gate_id: str, decision: str, verdict: dict[str, Any]) -> None:
         """Mark a gate done with its decision and the verdict to re-render it from."""
         values = {
-            "status": GateStatus.DONE.value,
+            "status": RunStatus.DONE.value,
             "decision": decision,
             "verdict": dumps(verdict),
             "finished_at": datetime.now(UTC),
@@ -193,7 +184,7 @@ class GatesRepository(StoreBase):
         query = (
             select(gate_items.c.key, gate_items.c.gate_id, gate_items.c.payload)
             .join(gates, gates.c.id == gate_items.c.gate_id)
-            .where(gates.c.status == GateStatus.DONE.value)
+            .where(gates.c.status == RunStatus.DONE.value)
             .order_by(gates.c.finished_at, gates.c.id)
         )
         if challenger is not None:
