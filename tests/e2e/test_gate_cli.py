@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pytest
 import yaml
 
 from gates import BAD, GOOD, PASSING, make_set, question, targets
@@ -220,3 +221,55 @@ def test_an_estimate_over_the_budget_refuses_before_any_call(tmp_path: Path, sto
     assert free.returncode == 0 and "estimate: 21 items" in free.stderr
     again = gate(store_url, champion, challenger, "--fresh")
     assert "measured over" in again.stderr
+
+
+def test_until_decided_draws_from_the_pool_until_the_wounds_bar_decides(
+    tmp_path: Path, store_url: str
+) -> None:
+    import hashlib
+    from datetime import datetime as dt
+
+    from ragreplay.regset.build import TokenHashEmbedder, build_regset
+    from regset_data import PRODUCTION_LOG, REPLAY_SINCE, REPLAY_UNTIL, demo_questions, ingest_production
+
+    assert PRODUCTION_LOG.exists()
+    with Store.open(store_url) as store:
+        ingest_production(store)
+        since, until = (dt.fromisoformat(d + "T00:00:00+00:00") for d in (REPLAY_SINCE, REPLAY_UNTIL))
+        built = build_regset(
+            store,
+            since,
+            until,
+            {"win": 4, "contested": 0, "wound": 8},
+            seed=3,
+            sources=("replay",),
+            embed_with=TokenHashEmbedder(),
+        )
+    assert built.record.counts["wound"] == 8
+    # the challenger fixes about 70% of the disliked questions: clear over one third, but not in 8 questions
+    fixed = {q for q in demo_questions() if hashlib.sha256(q.encode()).digest()[0] < 180}
+    answers = {
+        "champion": {q: "zzz" for q in demo_questions()},
+        "challenger": {q: (q if q in fixed else "zzz") for q in demo_questions()},
+    }
+    champion, challenger = targets(tmp_path, answers)
+    once = gate(store_url, champion, challenger, "--format", "json")
+    bars = {b["name"]: b for b in json.loads(once.stdout)["verdict"]["bars"]}
+    assert bars["wounds"]["decision"] == "inconclusive" and bars["wounds"]["n"] == 8
+    looked = gate(
+        store_url, champion, challenger, "--fresh", "--until-decided", "--step", "20", "--format", "json"
+    )
+    report = json.loads(looked.stdout)
+    bars = {b["name"]: b for b in report["verdict"]["bars"]}
+    assert bars["wounds"]["decision"] != "inconclusive", bars["wounds"]
+    assert bars["wounds"]["n"] in (28, 48, 68)  # 8, then 20 more per look
+    assert report["policy"]["confidence"] == pytest.approx(1 - 0.05 / 4)  # every look at 98.75%
+    # the set has no contested questions (replay logs give none): that bar stays inconclusive, so the gate does
+    assert bars["contested"]["n"] == 0 and looked.returncode == report["exit_code"] == 2, looked.stderr
+    shown = subprocess.run(
+        [sys.executable, "-m", "ragreplay.cli.app", "gate-report", report["gate"]["id"], "--db", store_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "until decided" in shown.stdout and shown.returncode == looked.returncode

@@ -22,6 +22,7 @@ from rich.text import Text
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
 from ragreplay.core.gate import EXIT_CODES, GatePolicy
 from ragreplay.core.regset import SetItem
+from ragreplay.core.sequential import SequentialPlan
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.gate.estimate import GateEstimate, estimate_gate
 from ragreplay.gate.run import GateReport, gate_target_files, stored_report
@@ -59,6 +60,7 @@ async def _gate(
     accept_local_judge: bool,
     fresh: bool,
     spend: SpendCheck,
+    until: SequentialPlan | None,
 ) -> GateReport:
     bar = count_progress()
     task = bar.add_task("gating", total=None)
@@ -72,8 +74,17 @@ async def _gate(
         spend.check(estimate_gate(store, todo, judge, price_table(settings.prices)))
         bar.update(task, total=record.n_items, completed=n_done)
 
+    first: list[Progress] = []
+
     def on_progress(p: Progress) -> None:
-        bar.update(task, completed=p.done)
+        if not first:
+            first.append(p)
+        if p is first[0]:
+            bar.update(task, completed=p.done)
+        elif p.done == 0:  # a batch drawn by --until-decided starts
+            bar.update(task, total=(bar.tasks[task].total or 0) + p.total)
+        else:
+            bar.advance(task)
 
     with bar:
         return await gate_target_files(
@@ -89,6 +100,7 @@ async def _gate(
             fresh=fresh,
             on_plan=on_plan,
             progress=on_progress,
+            until_decided=until,
         )
 
 
@@ -177,6 +189,16 @@ def gate(
     budget: Annotated[
         float | None, typer.Option(help="Refuse to start when the estimate is above this (USD)")
     ] = None,
+    until_decided: Annotated[
+        bool,
+        typer.Option(
+            "--until-decided", help="Draw more questions for an inconclusive bar from the set's pool"
+        ),
+    ] = False,
+    max_looks: Annotated[
+        int, typer.Option(help="--until-decided: looks at most (the error budget is split)")
+    ] = 4,
+    step: Annotated[int, typer.Option(help="--until-decided: questions drawn per open bar and look")] = 20,
     yes: Annotated[bool, typer.Option("--yes", help="Go on over --budget without asking")] = False,
 ) -> None:
     """Answer the regression set with the champion and the challenger, judge each pair blind in both orders,
@@ -186,6 +208,13 @@ def gate(
         if fmt not in GATE_FORMATS:
             raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
         gate_policy = load_policy(policy, rule)
+        until = None
+        if until_decided:
+            if max_looks < 2 or step < 1:
+                raise ConfigError(
+                    f"--max-looks {max_looks} --step {step}: need at least 2 looks and 1 question a step"
+                )
+            until = SequentialPlan(confidence=gate_policy.confidence, max_looks=max_looks, step=step)
         settings = settings_from(config, db=db, concurrency=concurrency)
         with open_store(settings.db) as store:
             report = asyncio.run(
@@ -201,6 +230,7 @@ def gate(
                     accept_local_judge,
                     fresh,
                     SpendCheck(budget, yes),
+                    until,
                 )
             )
     except RagreplayError as exc:

@@ -16,9 +16,11 @@ from ragreplay.compare.comparison_run import load_targets
 from ragreplay.compare.runner import document_dates
 from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated
 from ragreplay.core.ids import content_hash
-from ragreplay.core.regset import RegressionSetRecord, SetItem
+from ragreplay.core.regset import RegressionSetRecord, SetItem, Stratum
 from ragreplay.core.runs import RunStatus
+from ragreplay.core.sequential import SequentialPlan
 from ragreplay.errors import ConfigError
+from ragreplay.gate.draws import reserve
 from ragreplay.gate.job import GateJob, GateSides
 from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.jobs.writer import StoreWriter
@@ -130,9 +132,14 @@ async def run_gate(
     fresh: bool = False,
     on_plan: PlanCallback | None = None,
     progress: ProgressCallback | None = None,
+    until_decided: SequentialPlan | None = None,
 ) -> GateReport:
     """Gate ``sides.challenger`` against ``sides.champion`` on the set ``set_ref``: resumable, each item saved
-    as it ends, the gate marked interrupted on any exception or Ctrl-C; returns the finished report."""
+    as it ends, the gate marked interrupted on any exception or Ctrl-C; returns the finished report.
+
+    With ``until_decided`` every bar uses the plan's per-look confidence, and while the contested or wounds
+    bar is inconclusive up to ``until_decided.step`` more questions of its stratum are drawn from the set's
+    pool and judged, for at most ``max_looks`` looks or until the pool runs out."""
     regset, items = load_set(store, set_ref)
     config = gate_config(regset, sides, judge_spec, fit_judge_spec)
     record, resumed = plan_gate(store, regset, config, len(items), fresh)
@@ -149,14 +156,64 @@ async def run_gate(
             concurrency,
             progress,
         )
+        if until_decided is not None:
+            policy = policy.model_copy(update={"confidence": until_decided.look_confidence})
+            await _draw_until_decided(
+                store, regset, record, job, policy, until_decided, concurrency, progress
+            )
     except BaseException:
         with contextlib.suppress(Exception):  # never hide why the gate stopped
             store.gates.set_gate_status(record.id, RunStatus.INTERRUPTED)
         raise
-    return finish_gate(store, record.id, policy, accept_local_judge or judge_spec not in LOCAL_PAIRWISE_SPECS)
+    sequential = None if until_decided is None else until_decided.__dict__
+    accepted = accept_local_judge or judge_spec not in LOCAL_PAIRWISE_SPECS
+    return finish_gate(store, record.id, policy, accepted, sequential)
 
 
-def finish_gate(store: Store, gate_id: str, policy: GatePolicy, judge_accepted: bool) -> GateReport:
+async def _draw_until_decided(
+    store: Store,
+    regset: RegressionSetRecord,
+    record: GateRecord,
+    job: GateJob,
+    policy: GatePolicy,
+    plan: SequentialPlan,
+    concurrency: int,
+    progress: ProgressCallback | None,
+) -> None:
+    """Look again after each batch of drawn questions until the share bars decide (see :func:`run_gate`)."""
+    pools: dict[Stratum, list[SetItem]] | None = None
+    for _ in range(plan.max_looks - 1):
+        outcomes = [
+            ItemOutcome.model_validate(i.payload["outcome"]) for i in store.gates.load_gate_items(record.id)
+        ]
+        verdict = evaluate(outcomes, policy)
+        open_bars = {b.name for b in verdict.bars if b.decision == "inconclusive"} & set(_STRATUM_OF)
+        if verdict.decision == "error" or not open_bars:
+            return
+        if pools is None:
+            pools = reserve(store, regset, {o.key for o in outcomes})
+        batch = [item for bar in sorted(open_bars) for item in _take(pools, _STRATUM_OF[bar], plan.step)]
+        if not batch:
+            return
+        await run_job(job, JobPlan(todo=batch, progress=Progress(total=len(batch))), concurrency, progress)
+
+
+_STRATUM_OF: dict[str, Stratum] = {"contested": "contested", "wounds": "wound"}
+
+
+def _take(pools: dict[Stratum, list[SetItem]], stratum: Stratum, n: int) -> list[SetItem]:
+    taken = pools.get(stratum, [])[:n]
+    pools[stratum] = pools.get(stratum, [])[n:]
+    return taken
+
+
+def finish_gate(
+    store: Store,
+    gate_id: str,
+    policy: GatePolicy,
+    judge_accepted: bool,
+    sequential: Mapping[str, Any] | None = None,
+) -> GateReport:
     """Evaluate a gate's saved items under ``policy``, store the verdict, and return the report."""
     record = store.gates.get_gate(gate_id)
     assert record is not None  # created above; gates are never deleted
@@ -166,6 +223,7 @@ def finish_gate(store: Store, gate_id: str, policy: GatePolicy, judge_accepted: 
         "policy": policy.model_dump(mode="json"),
         "local_judge": report.local_judge,
         "judge_accepted": judge_accepted,
+        "sequential": dict(sequential) if sequential is not None else None,
     }
     store.gates.finish_gate(gate_id, report.verdict.decision, verdict)
     finished = store.gates.get_gate(gate_id)
@@ -225,6 +283,7 @@ async def gate_target_files(
     env: Mapping[str, str] | None = None,
     on_plan: PlanCallback | None = None,
     progress: ProgressCallback | None = None,
+    until_decided: SequentialPlan | None = None,
 ) -> GateReport:
     """The whole gate from two target files: build the targets and judges (model calls cached in the store
     through the one writer), run the gate, close everything. The CLI, the Python API and the pytest plugin
@@ -255,6 +314,7 @@ async def gate_target_files(
                 fresh=fresh,
                 on_plan=on_plan,
                 progress=progress,
+                until_decided=until_decided,
             )
         finally:
             for target in (champion_target, *challengers.values()):

@@ -42,6 +42,19 @@ def _bar_line(bar: Bar) -> str:
     return f"{bar.decision.upper():<12} {bar.name:<10} {figure}{extra} [{bar.rule} rule]"
 
 
+def sequential_line(report: GateReport) -> str | None:
+    """How an ``--until-decided`` gate looked: the per-look confidence and the questions drawn."""
+    stored = (report.gate.verdict or {}).get("sequential")
+    if not stored:
+        return None
+    drawn = max(0, len(report.outcomes) - sum(report.regset.counts.values()))
+    return (
+        f"until decided: at most {stored['max_looks']} looks of up to {stored['step']} more questions per open "
+        f"bar, each interval at {report.policy.confidence:.2%} (the error budget spread over the looks); "
+        f"{drawn} questions drawn from the set's pool"
+    )
+
+
 def _question(report: GateReport, key: str) -> str:
     text = str(report.payloads.get(key, {}).get("outcome", {}).get("question", ""))
     return text if len(text) <= 100 else text[:99] + "…"
@@ -60,6 +73,8 @@ def render_gate_text(report: GateReport) -> str:
         "",
         *(_bar_line(b) for b in v.bars),
     ]
+    if (line := sequential_line(report)) is not None:
+        lines += ["", line]
     if v.reasons:
         lines += ["", *(f"- {r}" for r in v.reasons)]
     for bar in v.bars:
@@ -98,6 +113,8 @@ def render_gate_markdown(report: GateReport) -> str:
         out.append(
             f"| {bar.name} | **{bar.decision}** | {value} | {bar.n} | {interval} | {threshold} | {bar.rule} |"
         )
+    if (line := sequential_line(report)) is not None:
+        out += ["", _md_escape(line)]
     if v.reasons:
         out += ["", *(f"- {_md_escape(r)}" for r in v.reasons)]
     for bar in v.bars:
