@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from ragreplay.cli.app import main
+from ragreplay.core.gate import ItemOutcome
+from ragreplay.core.runs import RunStatus
 from ragreplay.store import Store
+from ragreplay.store.gates import GateItemRecord, GateRecord
 from regset_data import REPLAY_SINCE, ingest_production, seed_shadow
 
 
@@ -189,6 +192,59 @@ def test_pin_and_drop(seeded: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "no regression set holds the key 'q_0000000000000000'. Fix:" in out_err(capsys)[1]
     assert cli(seeded, "drop", wound.key) == 2  # --reason is required
     assert "--reason" in out_err(capsys)[1]
+
+
+def test_wounds_fixed_in_the_last_gates_graduate_to_wins(
+    seeded: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sizes = ("--since", "7d", "--source", "shadow", "--wins", "30", "--contested", "0", "--wounds", "30")
+    assert cli(seeded, "build", *sizes) == 0
+    with Store.open(seeded) as store:
+        v1 = store.regsets.get_set("v1")
+        assert v1 is not None
+        fixed, still_open = sorted(i.key for i in store.regsets.load_items(v1.id) if i.stratum == "wound")[:2]
+        for n in range(3):  # three finished gates: one wound fixed in each, the other fixed only in the last
+            gate_id = f"gate_{n}"
+            store.gates.create_gate(
+                GateRecord(
+                    id=gate_id,
+                    created_at=datetime.now(UTC),
+                    status=RunStatus.RUNNING,
+                    set_id=v1.id,
+                    challenger="b",
+                    config={},
+                    config_hash=gate_id,
+                    n_items=2,
+                )
+            )
+            scores = {fixed: 4.5, still_open: 4.5 if n == 2 else 1.0}
+            store.gates.save_gate_items(
+                [
+                    GateItemRecord(
+                        gate_id=gate_id,
+                        key=key,
+                        stratum="wound",
+                        payload={
+                            "outcome": ItemOutcome(
+                                key=key, stratum="wound", challenger_score=score
+                            ).model_dump(mode="json")
+                        },
+                    )
+                    for key, score in scores.items()
+                ]
+            )
+            store.gates.finish_gate(gate_id, "fail", {})
+    capsys.readouterr()
+    assert cli(seeded, "build", *sizes) == 0
+    assert "1 wound(s) graduated to wins" in out_err(capsys)[1]
+    assert cli(seeded, "build", *sizes, "--graduate-after", "0") == 0
+    with Store.open(seeded) as store:
+        v2, v3 = (store.regsets.get_set(v) for v in ("v2", "v3"))
+        assert v2 is not None and v3 is not None
+        strata = {i.key: i.stratum for i in store.regsets.load_items(v2.id)}
+        assert strata[fixed] == "win" and strata[still_open] == "wound"
+        assert v2.recipe["graduated"] == [fixed] and v3.recipe["graduated"] == []
+        assert {i.key: i.stratum for i in store.regsets.load_items(v3.id)}[fixed] == "wound"
 
 
 @pytest.mark.parametrize(
