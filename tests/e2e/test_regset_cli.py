@@ -258,6 +258,7 @@ def test_wounds_fixed_in_the_last_gates_graduate_to_wins(
         (("build", "--wins", "0", "--contested", "0", "--wounds", "0"), "the set would be empty"),
         (("build", "--embedder", "bert"), "--embedder 'bert': choose one of use, e5, hash"),
         (("build", "--redact", "nomodule"), "is not of the form 'module:function'"),
+        (("build",), "no question of shadow or replay from"),
         (("show", "v9"), "there is no regression set 'v9': the store holds none yet. Fix:"),
         (("show", "--format", "html"), "--format 'html': choose one of text, md, json"),
         (("diff", "v1", "v2"), "there is no regression set 'v1'"),

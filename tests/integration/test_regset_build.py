@@ -221,6 +221,10 @@ def test_bad_recipes_are_config_errors(store: Store) -> None:
         build_regset(store, WEEK, NOW, SIZES, embedder="bert")
     with pytest.raises(ConfigError, match="no source"):
         build_regset(store, WEEK, NOW, SIZES, sources=())
+    with pytest.raises(
+        ConfigError, match=r"fits a stratum \(0 shadow row\(s\), 0 replay case\(s\) read\): nothing"
+    ):
+        build_regset(store, WEEK, NOW, SIZES, embed_with=HASH)  # an empty window is not an empty version
     assert store.regsets.list_sets() == []
 
 

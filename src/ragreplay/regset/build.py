@@ -311,7 +311,8 @@ def build_regset(
     ``graduated`` is the hook for the gate: keys of wounds fixed in enough consecutive gates, which become
     wins; ``open_wounds`` the keys an earlier gate left failing. Both are recorded in the recipe. The store's
     pin/drop overrides are applied and recorded too. A stratum the window cannot fill holds what there is:
-    ``record.shortfall()`` says by how much. ``embed_with`` replaces the named embedder (tests).
+    ``record.shortfall()`` says by how much; a window with no question at all is a :class:`ConfigError`
+    (nothing is stored). ``embed_with`` replaces the named embedder (tests).
     """
     recipe = make_recipe(
         since,
@@ -329,8 +330,16 @@ def build_regset(
         open_wounds=open_wounds,
     )
     items, digest, figures = compute_items(store, recipe, embed_with, progress)
-    now = now or datetime.now(UTC)
     window = f"{recipe.since:%Y-%m-%d %H:%M} to {recipe.until:%Y-%m-%d %H:%M} UTC"
+    if not items:
+        read = figures.read
+        raise ConfigError(
+            f"no question of {' or '.join(recipe.sources)} from {window} fits a stratum "
+            f"({read.get('shadow_rows', 0)} shadow row(s), {read.get('replay_cases', 0)} replay case(s) read): "
+            "nothing stored. Fix: widen --since, judge the shadow rows first (`ragreplay shadow judge`), "
+            "or ingest a log with feedback (`ragreplay ingest`)."
+        )
+    now = now or datetime.now(UTC)
     record = RegressionSetRecord(
         id=new_set_id(now),
         version=store.regsets.next_version(),
