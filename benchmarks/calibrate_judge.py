@@ -62,7 +62,7 @@ class CountingModel:
     @property
     def name(self) -> str:
         """The wrapped model's name."""
-        return self.inner.name
+        return str(self.inner.name)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Forward the request and count its response."""
@@ -125,7 +125,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def _agreement_rows(pred: Sequence[Any], gold: Sequence[Any], n: int) -> tuple[dict[str, Any], list]:
+def _agreement_rows(pred: Sequence[Any], gold: Sequence[Any], n: int) -> tuple[dict[str, Any], list[Any]]:
     correct = sum(p == g for p, g in zip(pred, gold, strict=True))
     acc = rate(correct, len(gold))
     kappa = cohen_kappa(pred, gold)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class Dataset:
     f1: np.ndarray
 
 
-def load_rows(path: Path, limit: int | None = None) -> list[dict]:
+def load_rows(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """The labelled rows (all, or the first ``limit``)."""
     with path.open(encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
@@ -75,7 +75,7 @@ def embed_all(texts: Sequence[str], embedder_name: str, batch: int = 128) -> dic
     return out
 
 
-def featurise(rows: Sequence[dict], vectors: dict[str, np.ndarray]) -> Dataset:
+def featurise(rows: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]) -> Dataset:
     """Signals per row, combined over the gold answers per feature; plus the baselines' raw scores."""
     x, y, groups, exact, f1 = [], [], [], [], []
     for row in rows:
@@ -120,7 +120,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50)
 def predict(model: LocalFitModel, x: np.ndarray) -> np.ndarray:
     """Probabilities of FIT for each row of ``x``."""
     logits = model.intercept + ((x - model.mean) / model.scale) @ model.coef
-    return 1.0 / (1.0 + np.exp(-np.clip(logits, -50, 50)))
+    probabilities: np.ndarray = 1.0 / (1.0 + np.exp(-np.clip(logits, -50, 50)))
+    return probabilities
 
 
 def cohen_kappa(truth: Sequence[bool] | np.ndarray, pred: Sequence[bool] | np.ndarray) -> float:

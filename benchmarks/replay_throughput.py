@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ragreplay.core.ids import case_id
 from ragreplay.core.runs import SourceRecord
-from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
+from ragreplay.core.types import Case, Conversation, Feedback, Message, Role, Skip
 from ragreplay.providers.config import ProviderConfig
 from ragreplay.providers.pricing import Price
 from ragreplay.replay.replay_run import replay, select_cases
@@ -32,9 +32,9 @@ from ragreplay.store import Store
 from ragreplay.targets.fake import FakeTarget
 
 
-def synthetic_items(n_cases: int) -> list[tuple[Conversation, list[Case], list[object]]]:
+def synthetic_items(n_cases: int) -> list[tuple[Conversation, list[Case], list[Skip]]]:
     """``n_cases`` labelled turns in two-turn conversations; every second case is a follow-up (one rewrite call)."""
-    items: list[tuple[Conversation, list[Case], list[object]]] = []
+    items: list[tuple[Conversation, list[Case], list[Skip]]] = []
     for i in range((n_cases + 1) // 2):
         q1, a1 = f"What is policy {i}?", f"Policy {i} grants {i % 30} days."
         q2, a2 = f"Does it apply to team {i}?", f"Yes, team {i} is covered."
@@ -132,7 +132,7 @@ def main() -> None:
                 id="src_bench", path="synthetic", format="canonical", ingested_at=datetime.now(UTC)
             )
             if not store.cases.has_source(source.id):
-                store.cases.write_source(source, synthetic_items(args.cases))  # type: ignore[arg-type]
+                store.cases.write_source(source, synthetic_items(args.cases))
             before = mock_requests(base_url)
             seconds, n = asyncio.run(replay_once(store, base_url, args.concurrency, fresh=True))
             calls = mock_requests(base_url) - before

@@ -130,7 +130,7 @@ async def rewrite_all(
         async with semaphore:
             result = await rewriter.rewrite(as_case(row))
             cost += result.cost_usd
-            return result.query
+            return str(result.query)
 
     try:
         out = await asyncio.gather(*(one(r) for r in rows))

@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import MutableMapping
 from typing import Any
 
 from ragreplay.shadow.proxy import create_proxy
@@ -69,7 +70,7 @@ async def measure(requests: int, concurrencies: list[int]) -> dict[str, Any]:
 
     statuses: Counter[int] = Counter()
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             statuses[message["status"]] += 1
 

@@ -90,7 +90,7 @@ def serve_role(args: argparse.Namespace) -> None:
         app = challenger_app()
     else:
         from ragreplay.cli.shadow_cmd import build_sampler
-        from ragreplay.shadow.mirror import RequestFields
+        from ragreplay.shadow.payloads import RequestFields
         from ragreplay.shadow.serve_app import build_app
         from ragreplay.store import Store
 
@@ -122,7 +122,7 @@ def serve_role(args: argparse.Namespace) -> None:
         server_header=False,
         date_header=False,
         timeout_graceful_shutdown=2,
-        **({"loop": "asyncio", "http": "h11"} if args.stack == "plain" else {}),
+        **({"loop": "asyncio", "http": "h11"} if args.stack == "plain" else {}),  # type: ignore[arg-type]
     )
 
 
