@@ -99,3 +99,54 @@ def test_offer_outside_a_loop_queues_until_close() -> None:
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError):
         ShadowLog(FakeSink(), batch_size=0)
+
+
+class PickySink(FakeSink):
+    """A store that refuses any batch holding a row whose query is ``refused`` (as PostgreSQL refuses one
+    text it cannot keep), and counts the write attempts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def write_shadow_rows(self, rows):  # type: ignore[no-untyped-def]
+        self.attempts += 1
+        if any(r.query == "refused" for r in rows):
+            raise ValueError("cannot store this row")
+        super().write_shadow_rows(rows)
+
+
+async def test_a_refused_batch_is_retried_row_by_row_and_only_the_bad_row_is_lost() -> None:
+    sink = PickySink()
+    log = ShadowLog(sink, batch_size=8, flush_interval_s=0.01)
+    rows = [make_row(i) for i in range(8)]
+    rows[3] = rows[3].model_copy(update={"query": "refused"})
+    for row in rows:
+        log.offer(row)
+    await log.aclose()
+    stats = log.stats()
+    assert (stats.written, stats.lost) == (7, 1) and set(sink.rows) == {r.id for r in rows} - {rows[3].id}
+    assert "cannot store this row" in (stats.last_error or "")
+
+
+async def test_a_store_that_is_down_is_not_hammered_row_by_row() -> None:
+    sink = PickySink()
+    sink.failing = True
+    log = ShadowLog(sink, batch_size=8, flush_interval_s=0.01)
+    for i in range(8):
+        log.offer(make_row(i))
+    await log.aclose(timeout_s=0.5)
+    assert log.lost == 8 and log.written == 0
+    assert sink.attempts == 1  # a connection error loses the batch; no retry of each row against a dead store
+
+
+async def test_unstorable_text_is_replaced_counted_and_written() -> None:
+    sink = FakeSink()
+    log = ShadowLog(sink, batch_size=4, flush_interval_s=0.01)
+    bad = make_row(0).model_copy(update={"query": "vraag\x00met\ud800", "tags": {"dept\x00": "hr"}})
+    log.offer(bad)
+    log.offer(make_row(1))
+    await log.aclose()
+    assert log.written == 2 and log.stats().made_storable == 1
+    stored = sink.rows[bad.id]
+    assert stored.query == "vraag\ufffdmet\ufffd" and stored.tags == {"dept\ufffd": "hr"}

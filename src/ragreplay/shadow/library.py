@@ -84,6 +84,8 @@ class ShadowStats:
     feedback_written: int = 0
     feedback_dropped: int = 0
     feedback_lost: int = 0
+    rows_made_storable: int = 0
+    """Rows written with a NUL or lone surrogate replaced (see ``ragreplay.core.storable``)."""
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for JSON and logs)."""
@@ -431,6 +433,7 @@ class Shadow:
             feedback_written=fb.written if fb else 0,
             feedback_dropped=fb.dropped if fb else 0,
             feedback_lost=fb.lost if fb else 0,
+            rows_made_storable=log.made_storable if log else 0,
         )
 
     async def aclose(self, timeout_s: float = 10.0, log_timeout_s: float = 5.0) -> None:

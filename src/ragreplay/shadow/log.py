@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from ragreplay.core.shadow import ShadowFeedback, ShadowRow
+from ragreplay.core.storable import storable
+from ragreplay.store.connect import is_row_error
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,8 @@ class LogStats:
     lost: int
     pending: int
     last_error: str | None
+    made_storable: int = 0
+    """Items written with characters no store keeps (NUL, lone surrogates) replaced."""
 
 
 class BatchLog(Generic[T]):
@@ -81,10 +85,12 @@ class BatchLog(Generic[T]):
         flush_interval_s: float = 0.2,
         max_queue: int = 10_000,
         name: str = "shadow log",
+        prepare: Callable[[T], tuple[T, int]] | None = None,
     ) -> None:
         if batch_size < 1 or max_queue < 1 or flush_interval_s <= 0:
             raise ValueError("batch_size and max_queue must be >= 1 and flush_interval_s > 0")
         self._write_batch = write
+        self._prepare = prepare
         self._name = name
         self._batch_size = batch_size
         self._interval = flush_interval_s
@@ -99,6 +105,7 @@ class BatchLog(Generic[T]):
         self.written = 0
         self.dropped = 0
         self.lost = 0
+        self.made_storable = 0
         self.last_error: str | None = None
 
     def offer(self, item: T) -> bool:
@@ -123,6 +130,7 @@ class BatchLog(Generic[T]):
             lost=self.lost,
             pending=len(self._queue) + self._in_write,
             last_error=self.last_error,
+            made_storable=self.made_storable,
         )
 
     async def aclose(self, timeout_s: float = 5.0) -> None:
@@ -180,7 +188,7 @@ class BatchLog(Generic[T]):
         self._in_write = n
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._executor, self._write_batch, batch)
+            lost = await loop.run_in_executor(self._executor, self._write_safely, batch)
         except Exception as exc:  # a store failure must never stop the log
             self.lost += n
             if self.last_error is None or not self.last_error.startswith(type(exc).__name__):
@@ -191,10 +199,54 @@ class BatchLog(Generic[T]):
             self.lost += n
             raise
         else:
-            self.written += n
+            self.written += n - lost
+            self.lost += lost
             return True
         finally:
             self._in_write = 0
+
+    def _write_safely(self, batch: list[T]) -> int:
+        """Write ``batch`` (in the worker thread), its text made storable first; when the store refuses the
+        batch for something in its rows (not for being down), write the rows one by one so only a truly bad
+        row is lost. Returns how many were lost; a store that is down raises."""
+        if self._prepare is not None:
+            prepared = []
+            for item in batch:
+                fixed, n = self._prepare(item)
+                self.made_storable += n > 0
+                prepared.append(fixed)
+            batch = prepared
+        try:
+            self._write_batch(batch)
+            return 0
+        except Exception as exc:
+            if len(batch) == 1 or not is_row_error(exc):
+                raise
+            first_error = exc
+        lost = 0
+        for item in batch:
+            try:
+                self._write_batch([item])
+            except Exception as exc:
+                if not is_row_error(exc):
+                    raise
+                lost += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+        if lost:
+            logger.warning("%s: %d row(s) refused by the store and lost: %s", self._name, lost, first_error)
+        return lost
+
+
+def storable_row(row: ShadowRow) -> tuple[ShadowRow, int]:
+    """``row`` with its text made storable (see :mod:`ragreplay.core.storable`), and the characters replaced."""
+    data, n = storable(row.model_dump())
+    return (ShadowRow.model_validate(data), n) if n else (row, 0)
+
+
+def storable_feedback(item: ShadowFeedback) -> tuple[ShadowFeedback, int]:
+    """Live feedback with its comment and request id made storable."""
+    data, n = storable(item.model_dump())
+    return (ShadowFeedback.model_validate(data), n) if n else (item, 0)
 
 
 class ShadowLog(BatchLog[ShadowRow]):
@@ -208,7 +260,12 @@ class ShadowLog(BatchLog[ShadowRow]):
         max_queue: int = 10_000,
     ) -> None:
         super().__init__(
-            store.shadow_rows.write_shadow_rows, batch_size, flush_interval_s, max_queue, "shadow log"
+            store.shadow_rows.write_shadow_rows,
+            batch_size,
+            flush_interval_s,
+            max_queue,
+            "shadow log",
+            prepare=storable_row,
         )
         self.store = store
 
@@ -229,5 +286,6 @@ class FeedbackLog(BatchLog[ShadowFeedback]):
             flush_interval_s,
             max_queue,
             "feedback log",
+            prepare=storable_feedback,
         )
         self.store = store

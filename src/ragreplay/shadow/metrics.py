@@ -106,7 +106,20 @@ METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "counter",
         "Shadow rows dropped: the log's queue was full.",
     ),
-    ("shadow", "rows_lost", "rows_lost_total", "counter", "Shadow rows lost: the store failed."),
+    (
+        "shadow",
+        "rows_lost",
+        "rows_lost_total",
+        "counter",
+        "Shadow rows lost: the store failed or refused them.",
+    ),
+    (
+        "shadow",
+        "rows_made_storable",
+        "rows_made_storable_total",
+        "counter",
+        "Shadow rows written with a NUL or lone surrogate replaced.",
+    ),
     ("shadow", "rows_pending", "rows_pending", "gauge", "Shadow rows queued or being written now."),
     (
         "shadow",

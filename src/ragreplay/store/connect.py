@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DataError, IntegrityError, OperationalError, StatementError
 from sqlalchemy.pool import StaticPool
 
 from ragreplay.errors import RagreplayError
@@ -127,3 +127,13 @@ def connection_failure(display_url: str, exc: BaseException) -> StoreError:
     else:
         fix = "check that the database (and any schema the URL names) exists and you may create tables in it"
     return StoreError(f"Cannot open the store at {display_url}: {reason}. Fix: {fix}.")
+
+
+def is_row_error(exc: BaseException) -> bool:
+    """Did the store refuse what is in a row (bad text, a value out of range), rather than fail itself
+    (down, timed out)? Only then is retrying row by row worth it."""
+    if isinstance(exc, UnicodeError | ValueError | TypeError):
+        return True
+    return isinstance(exc, DataError | IntegrityError) or (
+        isinstance(exc, StatementError) and isinstance(exc.orig, UnicodeError | ValueError | TypeError)
+    )

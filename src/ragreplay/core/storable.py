@@ -1,0 +1,45 @@
+"""Text made storable: the characters no store keeps are replaced before they reach one.
+
+PostgreSQL refuses a NUL in text; SQLite (and any UTF-8 encoder) refuses a lone surrogate, which Python
+strings can hold (``"\\ud800"``, from a JSON ``\\ud800`` escape or a bad decode). Both become U+FFFD, the
+replacement character, so the rest of the text is kept and the replacement is visible.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+REPLACEMENT = "\ufffd"
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> tuple[str, int]:
+    """``text`` with every NUL and lone surrogate replaced, and how many were."""
+    if _UNSTORABLE.search(text) is None:  # the common case: one scan, no copy
+        return text, 0
+    return _UNSTORABLE.subn(REPLACEMENT, text)
+
+
+def storable(value: Any) -> tuple[Any, int]:
+    """``value`` (strings, and lists, tuples and dicts of them, keys included) made storable, and how many
+    characters were replaced; values without strings come back as they are."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        total = 0
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key, n_key = storable(key)
+            new_item, n_item = storable(item)
+            out[new_key] = new_item
+            total += n_key + n_item
+        return (out, total) if total else (value, 0)
+    if isinstance(value, list | tuple):
+        parts = [storable(item) for item in value]
+        total = sum(n for _, n in parts)
+        if not total:
+            return value, 0
+        items = [item for item, _ in parts]
+        return (items if isinstance(value, list) else tuple(items)), total
+    return value, 0

@@ -1,0 +1,23 @@
+"""Text made storable: NUL and lone surrogates replaced (and counted), everything else untouched."""
+
+from __future__ import annotations
+
+from ragreplay.core.storable import REPLACEMENT, storable, storable_text
+
+
+def test_nul_and_lone_surrogates_become_the_replacement_character() -> None:
+    assert storable_text("a\x00b\ud800c\udfffd") == (f"a{REPLACEMENT}b{REPLACEMENT}c{REPLACEMENT}d", 3)
+    text = "Mag ik €50 houden? 😀 \u00e9"  # real non-ASCII, a surrogate *pair* encoded as one code point
+    assert storable_text(text) == (text, 0) and storable_text(text)[0] is text
+
+
+def test_nested_values_keys_included_and_untouched_values_returned_as_is() -> None:
+    value = {"q\x00": ["ok", ("x\ud83d", 1)], "n": 2, "deep": {"k": "fine"}}
+    fixed, n = storable(value)
+    assert n == 2 and fixed == {
+        f"q{REPLACEMENT}": ["ok", (f"x{REPLACEMENT}", 1)],
+        "n": 2,
+        "deep": {"k": "fine"},
+    }
+    clean = {"a": ["b", ("c",)], "n": None}
+    assert storable(clean) == (clean, 0) and storable(clean)[0] is clean
