@@ -390,3 +390,60 @@ def m008_regression_sets(conn: Connection) -> None:
         Column("created_at", UTCDateTime, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(9)
+def m009_reviews(conn: Connection) -> None:
+    """Human review: reviewer accounts (a sha256 of the token, never the token), queues of items (the item a
+    reviewer is shown, as JSON), reservations (who holds which item until when, and the side order drawn for
+    that reviewer) and reviews (one per reviewer and item; a later one replaces it)."""
+    md = MetaData()
+    Table(
+        "reviewers",
+        md,
+        Column("name", Text, primary_key=True),
+        Column("token_hash", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("disabled", Boolean, nullable=False),
+        Index("ux_reviewers_token_hash", "token_hash", unique=True),
+    )
+    Table(
+        "review_queues",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("kind", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("k", Integer, nullable=False),
+        Column("recipe", Text, nullable=False),
+        Index("ix_review_queues_created_at", "created_at"),
+    )
+    Table(
+        "review_queue_items",
+        md,
+        Column("queue_id", Id, ForeignKey("review_queues.id", ondelete="CASCADE"), primary_key=True),
+        Column("key", Id, primary_key=True),
+        Column("position", Integer, nullable=False),
+        Column("payload", Text, nullable=False),
+    )
+    Table(
+        "review_reservations",
+        md,
+        Column("queue_id", Id, ForeignKey("review_queues.id", ondelete="CASCADE"), primary_key=True),
+        Column("key", Id, primary_key=True),
+        Column("reviewer", Text, primary_key=True),
+        Column("a_side", Text, nullable=False),
+        Column("until", UTCDateTime, nullable=False),
+        Column("skipped", Boolean, nullable=False),
+    )
+    Table(
+        "reviews",
+        md,
+        Column("queue_id", Id, ForeignKey("review_queues.id", ondelete="CASCADE"), primary_key=True),
+        Column("key", Id, primary_key=True),
+        Column("reviewer", Text, primary_key=True),
+        Column("a_side", Text, nullable=False),
+        Column("review", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Index("ix_reviews_created_at", "created_at"),
+    )
+    md.create_all(conn)

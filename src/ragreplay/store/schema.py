@@ -312,3 +312,53 @@ regset_overrides = Table(
     Column("reason", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+reviewers = Table(
+    "reviewers",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("token_hash", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("disabled", Boolean, nullable=False),
+)
+
+review_queues = Table(
+    "review_queues",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("kind", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("k", Integer, nullable=False),
+    Column("recipe", Text, nullable=False),
+)
+
+review_queue_items = Table(
+    "review_queue_items",
+    metadata,
+    Column("queue_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("payload", Text, nullable=False),
+)
+
+review_reservations = Table(
+    "review_reservations",
+    metadata,
+    Column("queue_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("reviewer", Text, primary_key=True),
+    Column("a_side", Text, nullable=False),
+    Column("until", UTCDateTime, nullable=False),
+    Column("skipped", Boolean, nullable=False),
+)
+
+reviews = Table(
+    "reviews",
+    metadata,
+    Column("queue_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("reviewer", Text, primary_key=True),
+    Column("a_side", Text, nullable=False),
+    Column("review", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
