@@ -541,3 +541,54 @@ def test_benchmark_script_small_run(tmp_path: Path) -> None:
     assert 0 < result["judged_in_7d"] < 300
     assert set(result["ms"]) >= {"/?since=7d", "/rows", "each later page of /rows.json"}
     assert all(ms > 0 for ms in result["ms"].values())
+
+
+def test_every_response_carries_the_security_headers(client: TestClient) -> None:
+    for url in [
+        "/",
+        "/index.json",
+        "/rows",
+        "/rows.json",
+        "/rows/long",
+        "/rows/long.json",
+        "/nowhere",
+        "/healthz",
+    ]:
+        response = client.get(url)
+        csp = response.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp and "script-src" not in csp, (
+            url
+        )
+        assert response.headers["x-frame-options"] == "DENY", url
+        assert response.headers["x-content-type-options"] == "nosniff", url
+
+
+def test_abusive_parameters_get_400_not_500_or_503(client: TestClient, store_url: str) -> None:
+    for url, words in [
+        ("/?since=999999999d", "reaches back past year 1"),
+        ("/rows?since=999999999d", "reaches back past year 1"),
+        ("/rows?challenger=b%00c", "holds a NUL"),
+        ("/rows?tag=dept%3Dh%00r", "holds a NUL"),
+        (f"/rows?challenger={'x' * 3000}", "too long"),
+    ]:
+        response = client.get(url)
+        assert response.status_code == 400 and words in response.text, url
+        assert "postgres@" not in response.text and "127.0.0.1" not in response.text, url
+
+
+def test_a_huge_question_is_cut_in_the_list_and_whole_on_its_page(
+    seeded: Store, client: TestClient, store_url: str
+) -> None:
+    huge = "How many leave days " + "and what else " * 15_000
+    seeded.shadow_rows.write_shadow_rows([make_row("huge", 0.05, "b", "x", "y", query=huge)])
+    assert main(["shadow", "judge", "--db", store_url, "--judge", "fake:default", "--since", "30d"]) == 0
+    listed = twin(client, "/rows.json?limit=500")
+    (row,) = [r for r in listed["rows"] if r["id"] == "huge"]
+    assert len(row["question"]) <= 280 and row["question"].endswith("…")
+    assert huge not in client.get("/rows?limit=500").text
+    assert twin(client, "/rows/huge.json")["question"] == huge
+
+
+def test_pages_name_the_store_without_its_host_or_user(client: TestClient) -> None:
+    page = client.get("/").text
+    assert "127.0.0.1" not in page and "postgres@" not in page

@@ -42,7 +42,12 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
     match = _AGE.match(value)
     if match:
-        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        try:
+            return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        except (OverflowError, ValueError):
+            raise ConfigError(
+                f"--since {value!r} reaches back past year 1. Fix: use a smaller age, e.g. 365d, or a date"
+            ) from None
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:

@@ -9,6 +9,7 @@ elsewhere) and every piece of user text is escaped.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -20,10 +21,13 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragreplay.report.labels import pct
 from ragreplay.store import Store, StoreError
@@ -34,7 +38,10 @@ from ragreplay.web.queries import (
     row_data,
     rows_data,
     since_start,
+    store_label,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
@@ -104,7 +111,7 @@ class DashboardPages:
 
     def page(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         """``template`` rendered with ``context`` (autoescaped)."""
-        html = self.env.get_template(template).render(store_url=self.store.url, **context)
+        html = self.env.get_template(template).render(store_label=store_label(self.store.url), **context)
         return HTMLResponse(html, status_code=status_code)
 
     def problem(self, status: int, title: str, message: str, json_twin: bool) -> Response:
@@ -142,10 +149,11 @@ class DashboardPages:
         return endpoint
 
     def _unavailable(self, exc: Exception) -> str:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # the page may face the network: name neither the database's host and user nor its error text
+        logger.warning("dashboard: the store could not be read: %s", exc)
         return (
-            f"The store at {self.store.url} could not be read: {reason}. Fix: check that the database is up "
-            "and reachable, then reload"
+            "The store could not be read. Fix: check that the database is up and reachable (the dashboard's "
+            "log says why), then reload"
         )
 
     def overview(self, full: bool) -> Callable[[Request], Any]:
@@ -189,6 +197,41 @@ class DashboardPages:
         ]
 
 
+SECURITY_HEADERS = {
+    # server-rendered pages with no script: nothing but the page's own inline style may load, and no one may
+    # frame it
+    "content-security-policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+        "base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+class SecurityHeaders:
+    """ASGI middleware: :data:`SECURITY_HEADERS` on every response (pages, JSON twins, errors)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Add the headers to the response start."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
     """The dashboard over the store at ``store_url``, opened now (a bad URL raises :class:`StoreError`) and
     closed when the app shuts down. The overview of a window is recomputed at most every ``cache_s``
@@ -204,6 +247,11 @@ def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
             store.close()
 
     handlers = {404: pages.not_found, 405: pages.not_found}
-    app = Starlette(routes=pages.routes(), lifespan=lifespan, exception_handlers=handlers)
+    app = Starlette(
+        routes=pages.routes(),
+        lifespan=lifespan,
+        exception_handlers=handlers,
+        middleware=[Middleware(SecurityHeaders)],
+    )
     app.state.store = store
     return app

@@ -12,14 +12,17 @@ import binascii
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from pydantic import ValidationError
+from sqlalchemy.engine import make_url
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.core.storable import storable_text
 from ragreplay.core.types import Fit
 from ragreplay.errors import ConfigError
 from ragreplay.judges.position import PairOutcome
@@ -44,12 +47,41 @@ class BadRequest(Exception):
     """A query parameter the dashboard cannot use; the message names it and says how to fix it."""
 
 
+def store_label(url: str) -> str:
+    """The store as a page names it: the backend and the database or file name, never a host or a user
+    (the page may face the network)."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # a plain path
+        return Path(url).name
+    if parsed.get_backend_name() == "sqlite":
+        return f"sqlite {Path(parsed.database or '').name or 'in memory'}"
+    return f"{parsed.get_backend_name()} database {parsed.database or ''}".strip()
+
+
+MAX_PARAM = 2000
+"""The longest query parameter a page accepts."""
+
+
+def check_params(params: Mapping[str, str]) -> None:
+    """Refuse parameters no filter can hold: too long, or with characters no store keeps (a NUL)."""
+    for name, value in params.items():
+        if len(value) > MAX_PARAM:
+            raise BadRequest(f"{name}: {len(value)} characters is too long. Fix: at most {MAX_PARAM}")
+        if storable_text(value)[1]:
+            raise BadRequest(f"{name}: holds a NUL or an unpaired surrogate. Fix: remove it from the filter")
+
+
 def since_start(value: str | None, now: datetime) -> tuple[str, datetime]:
     """The window's text and start from the ``since`` parameter (default :data:`DEFAULT_SINCE`)."""
     text = (value or "").strip() or DEFAULT_SINCE
     try:
         return text, parse_since(text, now)
-    except ConfigError:
+    except ConfigError as exc:
+        if "year 1" in str(exc):
+            raise BadRequest(
+                f"since={text!r} reaches back past year 1. Fix: use a smaller age such as 365d"
+            ) from None
         raise BadRequest(
             f"since={text!r} is not an age or a date. Fix: use an age such as 7d, 24h or 30m, or a date such "
             "as 2026-11-01 (ISO 8601, UTC when no zone is given), e.g. ?since=7d"
@@ -227,7 +259,7 @@ def index_data(
         "since": text,
         "start": start.isoformat(),
         "generated_at": now.isoformat(),
-        "store": store.url,
+        "store": store_label(store.url),
         "judged": len(summary.rows),
         "requests": summary.n_cases,
         "about": [[k, v] for k, v in header_lines(summary) if k != "comparison"],
@@ -305,7 +337,7 @@ def list_entry(
         "ts": row.ts.isoformat(),
         "request_id": row.request_id,
         "challenger": row.challenger,
-        "question": row.query,
+        "question": _preview(row.query),
         "tags": dict(row.tags),
         "champion_answer": _preview(_side_text(row.champion_answer)),
         "challenger_answer": _preview(_side_text(row.challenger_answer)),
@@ -344,6 +376,7 @@ def rows_data(store: Store, params: Mapping[str, str], now: datetime | None = No
     """A page of judged rows, newest first, filtered by the query ``params`` (``challenger``, ``tag``
     KEY=VALUE, ``outcome``, ``since``, ``limit``, ``after``), with the cursor of the next page."""
     now = now or datetime.now(UTC)
+    check_params(params)
     text, start = since_start(params.get("since"), now)
     challenger = params.get("challenger") or None
     tag_text = params.get("tag") or None
