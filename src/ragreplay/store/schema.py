@@ -26,6 +26,7 @@ from sqlalchemy import (
 )
 
 from ragreplay.core.ids import canonical_json
+from ragreplay.core.storable import storable_text
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -53,9 +54,21 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+class StorableText(TypeDecorator[str]):
+    """Text with the characters no backend stores (NUL, lone surrogates) replaced on the way in: the last
+    line of defence, so one odd request can never fail a whole write."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        """Replace what cannot be stored."""
+        return None if value is None else storable_text(value)[0]
+
+
 # Ids compare byte-wise on both backends ("C" collation on PostgreSQL, SQLite's default BINARY), so every
 # ORDER BY on ids gives the same order everywhere and prefix searches can use the index.
-Id = Text().with_variant(Text(collation="C"), "postgresql")
+Id = StorableText().with_variant(StorableText(collation="C"), "postgresql")
 
 
 def to_json(model: BaseModel | None) -> str | None:
@@ -89,7 +102,7 @@ schema_migrations = Table(
     "schema_migrations",
     metadata,
     Column("version", Integer, primary_key=True, autoincrement=False),
-    Column("name", Text, nullable=False),
+    Column("name", StorableText, nullable=False),
     Column("applied_at", UTCDateTime, nullable=False),
 )
 
@@ -97,8 +110,8 @@ sources = Table(
     "sources",
     metadata,
     Column("id", Id, primary_key=True),
-    Column("path", Text, nullable=False),
-    Column("format", Text, nullable=False),
+    Column("path", StorableText, nullable=False),
+    Column("format", StorableText, nullable=False),
     Column("ingested_at", UTCDateTime, nullable=False),
     Column("n_conversations", Integer, nullable=False),
     Column("n_cases", Integer, nullable=False),
@@ -110,9 +123,9 @@ conversations = Table(
     metadata,
     Column("id", Id, primary_key=True),
     Column("source_id", Id, nullable=False),
-    Column("user_id", Text),
+    Column("user_id", StorableText),
     Column("n_messages", Integer, nullable=False),
-    Column("data", Text, nullable=False),
+    Column("data", StorableText, nullable=False),
 )
 
 cases = Table(
@@ -122,8 +135,8 @@ cases = Table(
     Column("source_id", Id, nullable=False),
     Column("conversation_id", Id, nullable=False),
     Column("turn_index", Integer, nullable=False),
-    Column("feedback", Text, nullable=False),
-    Column("data", Text, nullable=False),
+    Column("feedback", StorableText, nullable=False),
+    Column("data", StorableText, nullable=False),
 )
 
 skips = Table(
@@ -132,14 +145,14 @@ skips = Table(
     Column("source_id", Id, primary_key=True),
     Column("conversation_id", Id, primary_key=True),
     Column("message_index", Integer, primary_key=True, autoincrement=False),
-    Column("reason", Text, nullable=False),
+    Column("reason", StorableText, nullable=False),
 )
 
 rewrites = Table(
     "rewrites",
     metadata,
     Column("case_id", Id, primary_key=True),
-    Column("data", Text, nullable=False),
+    Column("data", StorableText, nullable=False),
     Column("pinned_at", UTCDateTime, nullable=False),
 )
 
@@ -149,17 +162,17 @@ runs = Table(
     Column("id", Id, primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
-    Column("status", Text, nullable=False),
-    Column("target_name", Text, nullable=False),
-    Column("target_version", Text, nullable=False),
-    Column("judge_name", Text, nullable=False),
-    Column("judge_prompt_version", Text, nullable=False),
-    Column("rewriter_name", Text),
-    Column("rewrite_prompt_version", Text),
-    Column("config_hash", Text, nullable=False),
-    Column("dataset_hash", Text, nullable=False),
+    Column("status", StorableText, nullable=False),
+    Column("target_name", StorableText, nullable=False),
+    Column("target_version", StorableText, nullable=False),
+    Column("judge_name", StorableText, nullable=False),
+    Column("judge_prompt_version", StorableText, nullable=False),
+    Column("rewriter_name", StorableText),
+    Column("rewrite_prompt_version", StorableText),
+    Column("config_hash", StorableText, nullable=False),
+    Column("dataset_hash", StorableText, nullable=False),
     Column("n_cases", Integer, nullable=False),
-    Column("config", Text, nullable=False),
+    Column("config", StorableText, nullable=False),
 )
 
 results = Table(
@@ -167,12 +180,12 @@ results = Table(
     metadata,
     Column("run_id", Id, primary_key=True),
     Column("case_id", Id, primary_key=True),
-    Column("status", Text, nullable=False),
-    Column("rewrite", Text),
-    Column("answer", Text),
-    Column("judgment", Text),
-    Column("verdict", Text),
-    Column("error", Text),
+    Column("status", StorableText, nullable=False),
+    Column("rewrite", StorableText),
+    Column("answer", StorableText),
+    Column("judgment", StorableText),
+    Column("verdict", StorableText),
+    Column("error", StorableText),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
@@ -180,9 +193,9 @@ llm_cache = Table(
     "llm_cache",
     metadata,
     Column("key", Id, primary_key=True),
-    Column("model", Text, nullable=False),
-    Column("request", Text, nullable=False),
-    Column("response", Text, nullable=False),
+    Column("model", StorableText, nullable=False),
+    Column("request", StorableText, nullable=False),
+    Column("response", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
 
@@ -192,10 +205,10 @@ comparisons = Table(
     Column("id", Id, primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
-    Column("status", Text, nullable=False),
-    Column("config", Text, nullable=False),
-    Column("config_hash", Text, nullable=False),
-    Column("dataset_hash", Text, nullable=False),
+    Column("status", StorableText, nullable=False),
+    Column("config", StorableText, nullable=False),
+    Column("config_hash", StorableText, nullable=False),
+    Column("dataset_hash", StorableText, nullable=False),
     Column("n_cases", Integer, nullable=False),
 )
 
@@ -204,8 +217,8 @@ comparison_rows = Table(
     metadata,
     Column("comparison_id", Id, primary_key=True),
     Column("case_id", Id, primary_key=True),
-    Column("challenger", Text, primary_key=True),
-    Column("payload", Text, nullable=False),
+    Column("challenger", StorableText, primary_key=True),
+    Column("payload", StorableText, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
@@ -215,12 +228,12 @@ shadow_rows = Table(
     Column("id", Id, primary_key=True),
     Column("ts", UTCDateTime, nullable=False),
     Column("request_id", Id, nullable=False),
-    Column("challenger", Text, nullable=False),
-    Column("query", Text, nullable=False),
-    Column("user_hash", Text),
-    Column("tags", Text, nullable=False),
-    Column("champion_answer", Text, nullable=False),
-    Column("challenger_answer", Text, nullable=False),
+    Column("challenger", StorableText, nullable=False),
+    Column("query", StorableText, nullable=False),
+    Column("user_hash", StorableText),
+    Column("tags", StorableText, nullable=False),
+    Column("champion_answer", StorableText, nullable=False),
+    Column("challenger_answer", StorableText, nullable=False),
     Column("judged_at", UTCDateTime),
 )
 
@@ -228,17 +241,17 @@ shadow_judgments = Table(
     "shadow_judgments",
     metadata,
     Column("row_id", Id, primary_key=True),
-    Column("challenger", Text, nullable=False),
+    Column("challenger", StorableText, nullable=False),
     Column("judged_at", UTCDateTime, nullable=False),
-    Column("fit", Text),
-    Column("winner", Text),
+    Column("fit", StorableText),
+    Column("winner", StorableText),
     Column("consistent", Boolean),
-    Column("judge", Text, nullable=False),
-    Column("judge_prompt_version", Text, nullable=False),
-    Column("fit_judge", Text, nullable=False),
-    Column("fit_judge_prompt_version", Text, nullable=False),
-    Column("error", Text),
-    Column("payload", Text, nullable=False),
+    Column("judge", StorableText, nullable=False),
+    Column("judge_prompt_version", StorableText, nullable=False),
+    Column("fit_judge", StorableText, nullable=False),
+    Column("fit_judge_prompt_version", StorableText, nullable=False),
+    Column("error", StorableText),
+    Column("payload", StorableText, nullable=False),
 )
 
 shadow_feedback = Table(
@@ -246,9 +259,9 @@ shadow_feedback = Table(
     metadata,
     Column("request_id", Id, primary_key=True),
     Column("ts", UTCDateTime, nullable=False),
-    Column("feedback", Text, nullable=False),
-    Column("comment", Text),
-    Column("source", Text, nullable=False),
+    Column("feedback", StorableText, nullable=False),
+    Column("comment", StorableText),
+    Column("source", StorableText, nullable=False),
 )
 
 gates = Table(
@@ -257,14 +270,14 @@ gates = Table(
     Column("id", Id, primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
-    Column("status", Text, nullable=False),
+    Column("status", StorableText, nullable=False),
     Column("set_id", Id, nullable=False),
-    Column("challenger", Text, nullable=False),
-    Column("config", Text, nullable=False),
-    Column("config_hash", Text, nullable=False),
+    Column("challenger", StorableText, nullable=False),
+    Column("config", StorableText, nullable=False),
+    Column("config_hash", StorableText, nullable=False),
     Column("n_items", Integer, nullable=False),
-    Column("decision", Text),
-    Column("verdict", Text),
+    Column("decision", StorableText),
+    Column("verdict", StorableText),
 )
 
 gate_items = Table(
@@ -272,8 +285,8 @@ gate_items = Table(
     metadata,
     Column("gate_id", Id, primary_key=True),
     Column("key", Id, primary_key=True),
-    Column("stratum", Text, nullable=False),
-    Column("payload", Text, nullable=False),
+    Column("stratum", StorableText, nullable=False),
+    Column("payload", StorableText, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
@@ -283,11 +296,11 @@ regsets = Table(
     Column("id", Id, primary_key=True),
     Column("version", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
-    Column("recipe", Text, nullable=False),
-    Column("inputs_digest", Text, nullable=False),
-    Column("counts", Text, nullable=False),
+    Column("recipe", StorableText, nullable=False),
+    Column("inputs_digest", StorableText, nullable=False),
+    Column("counts", StorableText, nullable=False),
     Column("parent_id", Id),
-    Column("note", Text, nullable=False),
+    Column("note", StorableText, nullable=False),
 )
 
 regset_items = Table(
@@ -295,29 +308,29 @@ regset_items = Table(
     metadata,
     Column("set_id", Id, primary_key=True),
     Column("key", Id, primary_key=True),
-    Column("stratum", Text, nullable=False),
+    Column("stratum", StorableText, nullable=False),
     Column("cluster", Integer, nullable=False),
     Column("inclusion_probability", Float, nullable=False),
     Column("count", Integer, nullable=False),
     Column("weight", Float, nullable=False),
     Column("pinned", Boolean, nullable=False),
-    Column("payload", Text, nullable=False),
+    Column("payload", StorableText, nullable=False),
 )
 
 regset_overrides = Table(
     "regset_overrides",
     metadata,
     Column("key", Id, primary_key=True),
-    Column("action", Text, nullable=False),
-    Column("reason", Text, nullable=False),
+    Column("action", StorableText, nullable=False),
+    Column("reason", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
 
 reviewers = Table(
     "reviewers",
     metadata,
-    Column("name", Text, primary_key=True),
-    Column("token_hash", Text, nullable=False),
+    Column("name", StorableText, primary_key=True),
+    Column("token_hash", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("disabled", Boolean, nullable=False),
 )
@@ -326,10 +339,10 @@ review_queues = Table(
     "review_queues",
     metadata,
     Column("id", Id, primary_key=True),
-    Column("kind", Text, nullable=False),
+    Column("kind", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("k", Integer, nullable=False),
-    Column("recipe", Text, nullable=False),
+    Column("recipe", StorableText, nullable=False),
 )
 
 review_queue_items = Table(
@@ -338,7 +351,7 @@ review_queue_items = Table(
     Column("queue_id", Id, primary_key=True),
     Column("key", Id, primary_key=True),
     Column("position", Integer, nullable=False),
-    Column("payload", Text, nullable=False),
+    Column("payload", StorableText, nullable=False),
 )
 
 review_reservations = Table(
@@ -346,8 +359,8 @@ review_reservations = Table(
     metadata,
     Column("queue_id", Id, primary_key=True),
     Column("key", Id, primary_key=True),
-    Column("reviewer", Text, primary_key=True),
-    Column("a_side", Text, nullable=False),
+    Column("reviewer", StorableText, primary_key=True),
+    Column("a_side", StorableText, nullable=False),
     Column("until", UTCDateTime, nullable=False),
     Column("skipped", Boolean, nullable=False),
 )
@@ -357,8 +370,8 @@ reviews = Table(
     metadata,
     Column("queue_id", Id, primary_key=True),
     Column("key", Id, primary_key=True),
-    Column("reviewer", Text, primary_key=True),
-    Column("a_side", Text, nullable=False),
-    Column("review", Text, nullable=False),
+    Column("reviewer", StorableText, primary_key=True),
+    Column("a_side", StorableText, nullable=False),
+    Column("review", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
