@@ -25,6 +25,30 @@ ENV_VARS = {
 }
 
 
+class ReviewSettings(BaseModel):
+    """Human review and judge calibration (``review:`` in ``ragreplay.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failure_tags: list[str] = Field(
+        default_factory=list, description="The team's failure tags, besides the four built in"
+    )
+    alert_overall: float = Field(
+        0.80, gt=0, lt=1, description="Alert when overall agreement's lower bound is under"
+    )
+    alert_per_tag: float = Field(
+        0.70, gt=0, lt=1, description="Alert when a tag's agreement's lower bound is under"
+    )
+    min_labels_overall: int | None = Field(
+        None,
+        ge=1,
+        description="Labels before the overall figure can alert [default: where 100% would clear it]",
+    )
+    min_labels_tag: int | None = Field(
+        None, ge=1, description="Labels before a tag's figure can alert [default: where 100% would clear it]"
+    )
+
+
 class Settings(BaseModel):
     """Everything a run needs besides the target: where to store, which models judge and rewrite, limits."""
 
@@ -41,6 +65,7 @@ class Settings(BaseModel):
     prices: dict[str, Price] = Field(
         default_factory=dict, description="USD per million tokens, by model spec"
     )
+    review: ReviewSettings = Field(default_factory=lambda: ReviewSettings())
 
     def model_settings(self) -> ModelSettings:
         """The part of the settings the provider layer needs."""

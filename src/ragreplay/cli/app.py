@@ -15,6 +15,7 @@ from ragreplay.cli import (
     ingest_cmd,
     regset_cmd,
     report_cmd,
+    review_cmd,
     run_cmd,
     schema_cmd,
     shadow_cmd,
@@ -58,6 +59,8 @@ shadow_dashboard_cmd.register(shadow_cmd.shadow_app)
 shadow_cmd.shadow_app.command(name="demo")(shadow_demo_cmd.demo)
 app.add_typer(shadow_cmd.shadow_app, name="shadow")
 app.add_typer(regset_cmd.regset_app, name="regset")
+app.add_typer(review_cmd.review_app, name="review")
+app.command()(review_cmd.calibration)
 
 
 def main(argv: list[str] | None = None) -> int:
