@@ -110,3 +110,13 @@ def test_every_format_says_what_a_local_judge_cannot_tell() -> None:
     for fmt in ("text", "md", "html"):
         assert "cannot reliably tell" in " ".join(render(_summary("local:fit"), fmt).split()), fmt
         assert "cannot reliably tell" not in render(_summary("openai:gpt-4.1-mini"), fmt), fmt
+
+
+def test_markdown_reports_escape_html_and_links_as_html_does() -> None:
+    from ragreplay.report.labels import md_text
+
+    page = render(_summary(), "md")
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    link = "[click](javascript:alert(1)) <javascript:alert(2)> a|b\nc"
+    assert md_text(link) == "[click]\\(javascript:alert(1)) &lt;javascript:alert(2)&gt; a\\|b c"
+    assert md_text("54.5% [38.0%-70.2%] (18/33)") == "54.5% [38.0%-70.2%] (18/33)"  # our figures unchanged

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+from ragreplay.report.labels import md_text
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(md_text(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in rows]
     return lines
 
 
@@ -22,7 +19,7 @@ def render_comparison_markdown(summary: ComparisonSummary) -> str:
         f"# Comparison: {summary.champion} (champion) vs {', '.join(s.name for s in summary.challengers)}",
         "",
     ]
-    lines += [f"- **{key}**: {_cell(value)}" for key, value in header_lines(summary)]
+    lines += [f"- **{key}**: {md_text(value)}" for key, value in header_lines(summary)]
     lines += ["", "## Champion vs each challenger", ""]
     grid = [[label, *cells] for label, cells in grid_rows(summary)]
     lines += _table(["figure", *(s.name for s in summary.challengers)], grid)
@@ -30,5 +27,5 @@ def render_comparison_markdown(summary: ComparisonSummary) -> str:
     lines += _table(list(TAG_COLUMNS), tag_rows(summary))
     if summary.warnings:
         lines += ["", "## Warnings", ""]
-        lines += [f"- {_cell(w)}" for w in summary.warnings]
+        lines += [f"- {md_text(w)}" for w in summary.warnings]
     return "\n".join(lines) + "\n"

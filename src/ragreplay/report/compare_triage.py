@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ragreplay.compare.triage import LABELS, TriageReport
 from ragreplay.errors import ConfigError
-from ragreplay.report.labels import truncate
+from ragreplay.report.labels import md_text, truncate
 
 FORMATS = ("text", "md", "json")
 
@@ -57,7 +57,7 @@ def render_triage_markdown(report: TriageReport) -> str:
         lines += ["| case | question | old answer | new answer |", "|---|---|---|---|"]
         for r in rows:
             cells = [r.case_id, truncate(r.question), truncate(r.old_answer), truncate(r.new_answer)]
-            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+            lines.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 from ragreplay.core.gate import Bar
 from ragreplay.gate.run import GateReport
+from ragreplay.report.labels import md_text
 
 GATE_FORMATS = ("text", "md", "json", "junit")
 COMMENT_MARKER = "<!-- ragreplay-gate -->"
@@ -86,10 +87,6 @@ def render_gate_text(report: GateReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
-
-
 def render_gate_markdown(report: GateReport) -> str:
     """Markdown, usable as the pull-request comment (it starts with :data:`COMMENT_MARKER`)."""
     v = report.verdict
@@ -99,8 +96,8 @@ def render_gate_markdown(report: GateReport) -> str:
         f"## ragreplay gate: {_HEADLINE[v.decision]}",
         "",
         f"Regression set v{report.regset.version} (`{report.regset.id}`), {v.n_items} items "
-        f"({v.n_errors} errored); champion `{_md_escape(config['champion']['name'])}` vs challenger "
-        f"`{_md_escape(config['challenger']['name'])}`, judge `{_md_escape(config['judge']['name'])}` in both "
+        f"({v.n_errors} errored); champion {md_text(config['champion']['name'])} vs challenger "
+        f"{md_text(config['challenger']['name'])}, judge {md_text(config['judge']['name'])} in both "
         f"orders. Gate `{report.gate.id}`, cost ${report.cost_usd:.4f}.",
         "",
         "| bar | decision | value | n | 95% interval | threshold | rule |",
@@ -114,13 +111,13 @@ def render_gate_markdown(report: GateReport) -> str:
             f"| {bar.name} | **{bar.decision}** | {value} | {bar.n} | {interval} | {threshold} | {bar.rule} |"
         )
     if (line := sequential_line(report)) is not None:
-        out += ["", _md_escape(line)]
+        out += ["", md_text(line)]
     if v.reasons:
-        out += ["", *(f"- {_md_escape(r)}" for r in v.reasons)]
+        out += ["", *(f"- {md_text(r)}" for r in v.reasons)]
     for bar in v.bars:
         if bar.listed:
             out += ["", f"<details><summary>{_LISTED[bar.name]} ({len(bar.listed)})</summary>", ""]
-            out += [f"- `{key}` {_md_escape(_question(report, key))}" for key in bar.listed[:50]]
+            out += [f"- `{key}` {md_text(_question(report, key))}" for key in bar.listed[:50]]
             out += ["", "</details>"]
     return "\n".join(out) + "\n"
 

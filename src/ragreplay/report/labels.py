@@ -92,3 +92,11 @@ def truncate(text: str | None, width: int = 160) -> str:
         return "–"
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def md_text(text: str) -> str:
+    """Text made inert in Markdown, on one line (it is used in table cells): raw HTML and autolinks
+    (``<script>``, ``<javascript:...>``) are escaped and inline links (``[x](javascript:...)``) broken, so a
+    renderer shows the text as written and runs nothing; our own figures (``54.5% [38.0%-70.2%]``) are unchanged."""
+    one_line = " ".join(text.split())
+    return one_line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(")

@@ -9,14 +9,11 @@ from ragreplay.report.labels import (
     VERDICT_MEANING,
     header_lines,
     judge_caveat,
+    md_text,
     rate_of,
     rate_text,
     truncate,
 )
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _case_table(rows: list[CaseRow], limit: int) -> list[str]:
@@ -31,7 +28,7 @@ def _case_table(rows: list[CaseRow], limit: int) -> list[str]:
         out.append(
             "| "
             + " | ".join(
-                _cell(x)
+                md_text(x)
                 for x in (
                     r.case_id,
                     str(r.feedback),
@@ -52,7 +49,7 @@ def _case_table(rows: list[CaseRow], limit: int) -> list[str]:
 def render_markdown(s: RunSummary, examples: int = 10) -> str:
     """The report as Markdown."""
     lines = [f"# ragreplay run {s.run.id}", ""]
-    lines += [f"- **{label}**: {_cell(value)}" for label, value in header_lines(s)]
+    lines += [f"- **{label}**: {md_text(value)}" for label, value in header_lines(s)]
     if judge_caveat(s):
         lines += ["", f"> {judge_caveat(s)}"]
     lines += ["", "## Verdicts", "", "| verdict | count | meaning |", "|---|---:|---|"]
@@ -78,7 +75,7 @@ def render_markdown(s: RunSummary, examples: int = 10) -> str:
             "|---|---|---|---|---:|---:|",
         ]
         lines += [
-            f"| {_cell(t.tag)} | {_cell(t.value)} | {rate_text(t.rates.good_maintenance)} | "
+            f"| {md_text(t.tag)} | {md_text(t.value)} | {rate_text(t.rates.good_maintenance)} | "
             f"{rate_text(t.rates.bad_change)} | {t.unscorable} | {t.errors} |"
             for t in s.by_tag
         ]
@@ -92,9 +89,9 @@ def render_markdown(s: RunSummary, examples: int = 10) -> str:
     lines += _case_table(regressions, examples) if regressions else ["None."]
     if s.errors or s.unscorable:
         lines += ["", "## Errors and unscorable", ""]
-        lines += [f"- `{r.case_id}` error: {_cell(truncate(r.error, 200))}" for r in s.errors[:examples]]
+        lines += [f"- `{r.case_id}` error: {md_text(truncate(r.error, 200))}" for r in s.errors[:examples]]
         lines += [
-            f"- `{r.case_id}` unscorable: {_cell(truncate(r.judge_reason, 200))}"
+            f"- `{r.case_id}` unscorable: {md_text(truncate(r.judge_reason, 200))}"
             for r in s.unscorable[:examples]
         ]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from typing import Any
 
 from ragreplay.core.regset import STRATA, RegressionSetRecord, SetItem
 from ragreplay.regset.versions import SetVersion, VersionDiff
+from ragreplay.report.labels import md_text
 
 SHOW_FORMATS = ("text", "md", "json")
 DIFF_FORMATS = ("text", "json")
@@ -104,19 +105,15 @@ def render_version_text(version: SetVersion, reasons: Mapping[str, str] | None =
     return "\n".join(lines) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def render_version_md(version: SetVersion) -> str:
     """A version as Markdown: the record and a table of items per stratum."""
     record, items = version.record, version.items
     lines = [
         f"# Regression set {record.label}",
         "",
-        f"`{record.id}`, created {record.created_at:%Y-%m-%d %H:%M} UTC. {_md_cell(record.note)}",
+        f"`{record.id}`, created {record.created_at:%Y-%m-%d %H:%M} UTC. {md_text(record.note)}",
         "",
-        f"- recipe: {_md_cell(recipe_line(record))}",
+        f"- recipe: {md_text(recipe_line(record))}",
         f"- strata: {strata_line(record, items)}",
         *[f"- short: {line}" for line in shortfall_lines(record)],
         "- each item's weight is the requests it stands for divided by its inclusion probability: weight any "
@@ -137,7 +134,7 @@ def render_version_md(version: SetVersion) -> str:
             "|---|---|---:|---:|---:|---|---|",
         ]
         lines += [
-            f"| `{i.key}` | {_md_cell(i.candidate.question)} | {i.inclusion_probability:.3f} | {i.weight:.1f} | "
+            f"| `{i.key}` | {md_text(i.candidate.question)} | {i.inclusion_probability:.3f} | {i.weight:.1f} | "
             f"{i.cluster} | {i.candidate.source} | {'yes' if i.pinned else ''} |"
             for i in held
         ]
