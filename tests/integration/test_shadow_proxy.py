@@ -408,3 +408,33 @@ def test_forwarded_headers_drop_hop_by_hop_and_the_connection_named_ones() -> No
         ("x-forwarded-for", "10.1.2.3"),
         ("x-forwarded-host", "rag.example"),
     ]
+
+
+def test_a_clients_forwarded_for_is_appended_to_once() -> None:
+    from ragreplay.shadow.proxy import _upstream_headers
+
+    scope = {
+        "scheme": "http",
+        "client": ("10.1.2.3", 5555),
+        "headers": [
+            (b"host", b"rag.example"),
+            (b"x-forwarded-for", b"203.0.113.9"),
+            (b"x-forwarded-proto", b"https"),
+        ],
+    }
+    headers = _upstream_headers(scope)
+    assert headers.getall("x-forwarded-for") == ["203.0.113.9, 10.1.2.3"]
+    assert headers.getall("x-forwarded-proto") == ["https"]  # the outer proxy's word is kept, not doubled
+
+
+def test_options_star_is_a_400_not_a_traceback(proxy_url: str) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    target = urlsplit(proxy_url)
+    with socket.create_connection((target.hostname, target.port), timeout=5) as sock:
+        sock.sendall(b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 400") and b"must be a path" in reply

@@ -201,6 +201,10 @@ class ShadowProxy:
             await send_body(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
             return
         self.stats.requests += 1
+        if not scope["path"].startswith("/"):  # OPTIONS * and other non-path targets: nothing to forward
+            self._count(400)
+            await send_body(send, 400, b"400 the request target must be a path such as /ask\n", b"text/plain")
+            return
         received_at = datetime.now(UTC) if self.mirror is not None else None
         body = await read_body(receive)
         query: bytes = scope.get("query_string", b"")
@@ -333,12 +337,14 @@ def _upstream_headers(scope: Scope) -> CIMultiDict[str]:
     headers: CIMultiDict[str] = CIMultiDict(
         [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in drop]
     )
-    headers.add("x-forwarded-proto", scope.get("scheme", "http"))
+    # one X-Forwarded-For, the client appended to what earlier proxies said; the first proto and host kept
+    headers.setdefault("x-forwarded-proto", scope.get("scheme", "http"))
     client = scope.get("client")
     if client:
-        headers.add("x-forwarded-for", str(client[0]))
+        earlier = headers.popall("x-forwarded-for", [])
+        headers.add("x-forwarded-for", ", ".join([*earlier, str(client[0])]))
     if host is not None:
-        headers.add("x-forwarded-host", host.decode("latin-1"))
+        headers.setdefault("x-forwarded-host", host.decode("latin-1"))
     return headers
 
 
