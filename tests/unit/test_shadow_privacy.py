@@ -82,3 +82,38 @@ def test_long_unbroken_text_does_not_hang_the_redactor(blob: str) -> None:
     assert default_redactor(blob) == blob
     assert time.perf_counter() - start < 1.0
     assert default_redactor(blob[:100] + " jan@acme.nl") == blob[:100] + " [EMAIL]"
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("my card 4111 1111 1111 1111 was charged", "my card [CARD] was charged"),
+        ("card 4111-1111-1111-1111", "card [CARD]"),
+        ("card 5500005555555559", "card [CARD]"),
+        ("order 4111 1111 1111 1112 shipped", "order 4111 1111 1111 1112 shipped"),  # fails Luhn: kept
+        ("iban nl91abna0417164300 please", "iban [IBAN] please"),
+        ("IBAN NL91-ABNA-0417-1643-00", "IBAN [IBAN]"),
+        ("GB82 WEST 1234 5698 7654 32 is mine", "[IBAN] is mine"),
+        ("code AB12CDEFGHIJKLMN", "code AB12CDEFGHIJKLMN"),  # fails mod 97: kept
+        ("mijn bsn is 111222333", "mijn bsn is [BSN]"),
+        ("BSN 1112.22.333", "BSN [BSN]"),
+        ("server 192.168.1.10 is down", "server [IP] is down"),
+        ("ingevoerd op 2024-01-01 10:30", "ingevoerd op 2024-01-01 10:30"),
+        ("on 01-02-2024 at 10:30", "on 01-02-2024 at 10:30"),
+        ("version 1.2.3 and amount 1,250,000", "version 1.2.3 and amount 1,250,000"),
+    ],
+)
+def test_cards_ibans_bsns_and_ips_go_dates_and_amounts_stay(text: str, stored: str) -> None:
+    assert default_redactor(text) == stored
+
+
+def test_the_checksums_match_their_definitions() -> None:
+    from ragreplay.shadow.privacy import bsn_ok, iban_ok, luhn_ok
+
+    assert luhn_ok("79927398713") and not luhn_ok("79927398710")  # the textbook Luhn example
+    assert (
+        iban_ok("NL91ABNA0417164300")
+        and iban_ok("de89 3704 0044 0532 0130 00")
+        and not iban_ok("NL91ABNA0417164301")
+    )
+    assert bsn_ok("111222333") and not bsn_ok("111222334") and not bsn_ok("000000000")

@@ -2,15 +2,19 @@
 
 Both are on by default. The default redactor replaces, in this order:
 
-- IBANs (two upper-case letters, two check digits, then 11-30 letters/digits, with or without a space every
-  four characters, e.g. ``NL91 ABNA 0417 1643 00``) with ``[IBAN]``;
+- payment card numbers (13 to 19 digits, grouped by spaces or dashes or not) that pass the Luhn check, with
+  ``[CARD]``;
+- IBANs in any case and grouping (``NL91 ABNA 0417 1643 00``, ``nl91abna0417164300``, dashes) that pass the
+  ISO 7064 mod-97 check, with ``[IBAN]``;
+- Dutch citizen service numbers (BSN: 9 digits, or ``1234.56.782``) that pass the 11-check, with ``[BSN]``;
 - e-mail addresses (``name@host.tld``) with ``[EMAIL]``;
+- IPv4 addresses with ``[IP]``;
 - phone numbers: runs of digits, spaces, dots, dashes and brackets, optionally starting with ``+``, holding
-  9 to 15 digits (so ``+31 6 1234 5678`` and ``(020) 123-4567`` go, while dates such as ``2024-01-01``, years
-  and amounts stay) with ``[PHONE]``.
+  9 to 15 digits, with ``[PHONE]``; dates (``2024-01-01``, ``01-02-2024``), times, years and amounts stay.
 
-It is a safety net, not an anonymiser: names, addresses and free-text identifiers pass through. A team with
-stricter needs points the shadow at its own function with ``"module:function"`` (see :func:`load_redactor`).
+The checksums keep ordinary numbers (order numbers, amounts) out. It is a safety net, not an anonymiser: names,
+addresses and free-text identifiers pass through. A team with stricter needs points the shadow at its own
+function with ``"module:function"`` (see :func:`load_redactor`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import hmac
 import importlib
 import os
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 from ragreplay.errors import ConfigError
@@ -49,20 +54,79 @@ def salt_from_env(default: str = "") -> str:
     return os.environ.get(SALT_ENV, default)
 
 
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
+_CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
+_IBAN = re.compile(r"(?<![\w-])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?(?![\w-])")
+_BSN = re.compile(r"(?<![\w.-])\d{4}\.?\d{2}\.?\d{3}(?![\w.-])|(?<![\w.-])\d{9}(?![\w.-])")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # starts only at a run's start: linear time
+_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.])")
 _PHONE = re.compile(r"(?<![\w+])\+?[\d(][\d ().-]{6,}\d(?!\w)")
+_DATE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}")
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn check of a card number (digits only)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        n = int(ch) * (2 if i % 2 else 1)
+        total += n - 9 if n > 9 else n
+    return total % 10 == 0
+
+
+def iban_ok(text: str) -> bool:
+    """The ISO 7064 mod-97 check of an IBAN (separators and case ignored)."""
+    compact = re.sub(r"[ -]", "", text).upper()
+    if not 15 <= len(compact) <= 34:
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(ch, 36)) for ch in moved)) % 97 == 1
+
+
+def bsn_ok(text: str) -> bool:
+    """The 11-check of a Dutch BSN (dots ignored): 9 digits weighted 9..2 and -1 sum to a multiple of 11."""
+    digits = text.replace(".", "")
+    if len(digits) != 9 or digits == "000000000":
+        return False
+    total = sum(int(d) * w for d, w in zip(digits[:8], range(9, 1, -1), strict=True)) - int(digits[8])
+    return total % 11 == 0
+
+
+def _checked(pattern: re.Pattern[str], ok: Callable[[str], bool], label: str) -> Callable[[str], str]:
+    """A redaction step: ``pattern``'s matches that pass ``ok`` become ``label``."""
+
+    def replace(match: re.Match[str]) -> str:
+        text = match.group(0)
+        return label if ok(text) else text
+
+    return lambda text: pattern.sub(replace, text)
+
+
+def _card(text: str) -> bool:
+    digits = re.sub(r"[ -]", "", text)
+    return 13 <= len(digits) <= 19 and luhn_ok(digits)
 
 
 def _phone(match: re.Match[str]) -> str:
-    digits = sum(ch.isdigit() for ch in match.group(0))
-    return "[PHONE]" if 9 <= digits <= 15 else match.group(0)
+    text = match.group(0)
+    digits = sum(ch.isdigit() for ch in text)
+    if _DATE.search(text):  # a date, with or without a time after it: not a phone number
+        return text
+    return "[PHONE]" if 9 <= digits <= 15 else text
+
+
+_STEPS = (
+    _checked(_CARD, _card, "[CARD]"),
+    _checked(_IBAN, iban_ok, "[IBAN]"),
+    _checked(_BSN, bsn_ok, "[BSN]"),
+)
 
 
 def default_redactor(text: str) -> str:
-    """``text`` with IBANs, e-mail addresses and phone numbers replaced (see the module docstring)."""
-    text = _IBAN.sub("[IBAN]", text)
+    """``text`` with cards, IBANs, BSNs, e-mail addresses, IP addresses and phone numbers replaced (see the
+    module docstring)."""
+    for step in _STEPS:
+        text = step(text)
     text = _EMAIL.sub("[EMAIL]", text)
+    text = _IPV4.sub("[IP]", text)
     return _PHONE.sub(_phone, text)
 
 
