@@ -60,7 +60,9 @@ def dashboard(
 
     settings = settings_from(config, db=db)
     check_listen(host, port)
-    app = create_app(settings.db)
+    app = create_app(
+        settings.db, failure_tags=settings.review.failure_tags, login_for_dashboard=not _loopback(host)
+    )
     shown = f"[{host}]" if ":" in host else host
     err_console.print(
         f"shadow dashboard on http://{shown}:{port}/ (store {app.state.store.url}); Ctrl-C stops it",
@@ -68,8 +70,9 @@ def dashboard(
     )
     if not _loopback(host):
         err_console.print(
-            f"note: the dashboard has no login; anyone who can reach {host}:{port} can read the logged "
-            "questions and answers. Put it behind your own authentication or keep it on 127.0.0.1",
+            "note: off loopback every page needs a reviewer's login (their token link, "
+            "`ragreplay review reviewer add NAME`); serve it over HTTPS (a proxy in front) so the session "
+            "cookie is not sent in the clear",
             highlight=False,
         )
     uvicorn.run(app, host=host, port=port, log_level="warning")

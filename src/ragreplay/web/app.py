@@ -2,8 +2,9 @@
 
 ``GET /`` (``/index.json``): the headline numbers, grid, per-tag table, feedback, warnings and per-day trend of a
 window (``?since=7d``). ``GET /rows`` (``/rows.json``): judged rows newest first, filtered, keyset-paged.
-``GET /rows/{id}`` (``/rows/{id}.json``): one row whole. ``GET /healthz``: ``ok``. Nothing is ever written:
-every endpoint only reads. Pages are self-contained (inline CSS and SVG, no script, nothing fetched from
+``GET /rows/{id}`` (``/rows/{id}.json``): one row whole. ``GET /healthz``: ``ok``. Every dashboard endpoint
+only reads; the review screen under ``/review`` (:mod:`ragreplay.web.review_pages`) is the one part that
+writes (reviews). Dashboard pages are self-contained (inline CSS and SVG, no script, nothing fetched from
 elsewhere) and every piece of user text is escaped.
 """
 
@@ -13,7 +14,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragreplay.core.review import taxonomy
 from ragreplay.report.labels import pct
 from ragreplay.store import Store, StoreError
 from ragreplay.web.queries import (
@@ -40,6 +42,7 @@ from ragreplay.web.queries import (
     since_start,
     store_label,
 )
+from ragreplay.web.review_pages import ReviewPages, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +185,8 @@ class DashboardPages:
         message = f"Nothing lives at {request.url.path}. Fix: start from the overview at /"
         if status == 405:
             message = "The dashboard is read-only: only GET (and HEAD) requests are answered"
+        if _under_review(request.url.path):
+            message = f"Nothing lives at {request.url.path} for {request.method}. Fix: start from /review"
         return self.problem(status, "Not found" if status == 404 else "Method not allowed", message, twin)
 
     def routes(self) -> list[Route]:
@@ -196,6 +201,12 @@ class DashboardPages:
             Route("/healthz", lambda request: PlainTextResponse("ok")),
         ]
 
+
+REVIEW_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""The review screen's policy: the dashboard's plus its one script, served by the app itself (no inline)."""
 
 SECURITY_HEADERS = {
     # server-rendered pages with no script: nothing but the page's own inline style may load, and no one may
@@ -227,17 +238,54 @@ class SecurityHeaders:
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
                     headers[name] = value
+                if _under_review(scope["path"]):
+                    headers["content-security-policy"] = REVIEW_CSP
             await send(message)
 
         await self.app(scope, receive, with_headers)
 
 
-def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
-    """The dashboard over the store at ``store_url``, opened now (a bad URL raises :class:`StoreError`) and
-    closed when the app shuts down. The overview of a window is recomputed at most every ``cache_s``
-    seconds (0: on every request); lists of rows and single rows are always read afresh."""
+def _under_review(path: str) -> bool:
+    return path == "/review" or path.startswith("/review/")
+
+
+class LoginRequired:
+    """ASGI middleware: the dashboard's pages only with a review session (401 otherwise); the review screen
+    checks its own sessions, and ``/healthz`` stays open for probes."""
+
+    def __init__(self, app: ASGIApp, sessions: Sessions, refuse: Callable[[], Response]) -> None:
+        self.app = app
+        self.sessions = sessions
+        self.refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 401."""
+        path = scope.get("path", "")
+        if scope["type"] != "http" or _under_review(path) or path == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        if self.sessions.of(Request(scope)) is None:
+            await self.refuse()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    store_url: str,
+    *,
+    cache_s: float = 30.0,
+    failure_tags: Sequence[str] = (),
+    login_for_dashboard: bool = False,
+) -> Starlette:
+    """The dashboard and the review screen over the store at ``store_url``, opened now (a bad URL raises
+    :class:`StoreError`) and closed when the app shuts down. The overview of a window is recomputed at most
+    every ``cache_s`` seconds (0: on every request); lists of rows and single rows are always read afresh.
+    ``failure_tags``: the team's own tags for reviewers. ``login_for_dashboard`` (served off loopback): the
+    dashboard's pages need a reviewer's session too; the review screen always does."""
     store = Store.open(store_url)
     pages = DashboardPages(store, cache_s)
+    sessions = Sessions()
+    review = ReviewPages(store, pages.env, taxonomy(failure_tags), sessions)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -247,11 +295,14 @@ def create_app(store_url: str, *, cache_s: float = 30.0) -> Starlette:
             store.close()
 
     handlers = {404: pages.not_found, 405: pages.not_found}
+    middleware = [Middleware(SecurityHeaders)]
+    if login_for_dashboard:
+        middleware.append(Middleware(LoginRequired, sessions=sessions, refuse=review.login_needed))
     app = Starlette(
-        routes=pages.routes(),
+        routes=[*review.routes(), *pages.routes()],
         lifespan=lifespan,
         exception_handlers=handlers,
-        middleware=[Middleware(SecurityHeaders)],
+        middleware=middleware,
     )
     app.state.store = store
     return app
