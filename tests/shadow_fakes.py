@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Answer, Case, RetrievedChunk
+
+
+class FakeSecrets:
+    """The store's secrets repository in memory: the first value made under a name is kept."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, str] = {}
+
+    def get_or_create(self, name: str, make: Callable[[], str]) -> tuple[str, bool]:
+        if name in self.kept:
+            return self.kept[name], False
+        self.kept[name] = make()
+        return self.kept[name], True
 
 
 class FakeSink:
@@ -20,6 +33,7 @@ class FakeSink:
         self.failing = False
         self.gate = threading.Event()
         self.gate.set()
+        self.secrets = FakeSecrets()
 
     @property
     def shadow_rows(self) -> FakeSink:

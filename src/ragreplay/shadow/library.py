@@ -28,7 +28,7 @@ from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ports import Target
 from ragreplay.shadow.log import FeedbackLog, ShadowLog
-from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, salt_from_env
+from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, resolve_salt
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +198,10 @@ class Shadow:
         self.feedback_log = feedback_log
         self.redact = redact
         self.hash_user_ids = hash_user_ids
-        self.salt = salt or salt_from_env()
+        keeper = log.store.secrets.get_or_create if log is not None and hash_user_ids else None
+        self.salt, self.salt_source = resolve_salt(salt, keeper)
+        if hash_user_ids:
+            logger.info("shadow: user ids hashed with the salt from %s", self.salt_source)
         self.timeout_s = challenger_timeout_s
         self.max_in_flight = max_in_flight
         self._tasks: set[asyncio.Task[None]] = set()

@@ -40,8 +40,17 @@ class ShadowFeedbackSink(Protocol):
         ...
 
 
+class SecretKeeper(Protocol):
+    """Where the shadow keeps its user-id salt: the store's ``secrets`` repository, or a fake in tests."""
+
+    def get_or_create(self, name: str, make: Callable[[], str]) -> tuple[str, bool]:
+        """The secret ``name`` (made and kept on first use) and whether this call made it."""
+        ...
+
+
 class ShadowLogStore(Protocol):
-    """What the shadow logs write to: a :class:`~ragreplay.store.Store` (its two shadow repositories)."""
+    """What the shadow logs write to: a :class:`~ragreplay.store.Store` (its two shadow repositories, and the
+    secrets repository that keeps the user-id salt)."""
 
     @property
     def shadow_rows(self) -> ShadowRowSink:
@@ -51,6 +60,11 @@ class ShadowLogStore(Protocol):
     @property
     def shadow_feedback(self) -> ShadowFeedbackSink:
         """Where live feedback goes."""
+        ...
+
+    @property
+    def secrets(self) -> SecretKeeper:
+        """Where the user-id salt is kept."""
         ...
 
 

@@ -24,6 +24,7 @@ import hmac
 import importlib
 import os
 import re
+import secrets
 from collections.abc import Callable
 from typing import Protocol
 
@@ -49,13 +50,37 @@ def hash_user_id(user_id: str, salt: str) -> str:
     return hmac.new(salt.encode("utf-8"), user_id.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+SALT_SECRET = "shadow_user_salt"
+"""The name under which the store keeps the salt it made."""
+
+
+def resolve_salt(
+    explicit: str, keeper: Callable[[str, Callable[[], str]], tuple[str, bool]] | None
+) -> tuple[str, str]:
+    """The salt for hashing user ids, and where it came from: ``explicit``, else ``$RAGREPLAY_SHADOW_SALT``,
+    else the one the store keeps (made at random on first use and shared by every replica on that store),
+    else, with no store to keep one, a random salt for this process only (nothing is stored then). Never
+    empty: an empty key would make guessable ids reversible."""
+    if explicit:
+        return explicit, "argument"
+    from_env = salt_from_env()
+    if from_env:
+        return from_env, f"${SALT_ENV}"
+    if keeper is not None:
+        salt, made = keeper(SALT_SECRET, lambda: secrets.token_hex(32))
+        return salt, "the store (made now)" if made else "the store"
+    return secrets.token_hex(32), "this process only (no store)"
+
+
 def salt_from_env(default: str = "") -> str:
     """The hashing salt from ``RAGREPLAY_SHADOW_SALT``, else ``default``."""
     return os.environ.get(SALT_ENV, default)
 
 
 _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
-_IBAN = re.compile(r"(?<![\w-])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?(?![\w-])")
+_IBAN = re.compile(
+    r"(?<![\w-])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?(?![\w-])"
+)
 _BSN = re.compile(r"(?<![\w.-])\d{4}\.?\d{2}\.?\d{3}(?![\w.-])|(?<![\w.-])\d{9}(?![\w.-])")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # starts only at a run's start: linear time
 _IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.])")

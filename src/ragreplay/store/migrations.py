@@ -447,3 +447,17 @@ def m009_reviews(conn: Connection) -> None:
         Index("ix_reviews_created_at", "created_at"),
     )
     md.create_all(conn)
+
+
+@migration(10)
+def m010_store_secrets(conn: Connection) -> None:
+    """Secrets the store keeps for its writers, e.g. the shadow's user-id salt shared by every replica."""
+    md = MetaData()
+    Table(
+        "store_secrets",
+        md,
+        Column("name", Text, primary_key=True),
+        Column("value", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn)

@@ -375,3 +375,11 @@ reviews = Table(
     Column("review", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+store_secrets = Table(
+    "store_secrets",
+    metadata,
+    Column("name", StorableText, primary_key=True),
+    Column("value", StorableText, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)

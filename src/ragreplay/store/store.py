@@ -20,6 +20,7 @@ from ragreplay.store.regsets import RegsetsRepository
 from ragreplay.store.reviews import ReviewsRepository
 from ragreplay.store.rewrites import RewritesRepository
 from ragreplay.store.runs import RunsRepository
+from ragreplay.store.secrets import SecretsRepository
 from ragreplay.store.shadow import ShadowRowsRepository
 from ragreplay.store.shadow_browse import ShadowBrowseRepository
 from ragreplay.store.shadow_feedback import ShadowFeedbackRepository
@@ -34,8 +35,8 @@ class Store(StoreBase):
     case), ``runs`` (replay runs and results), ``cache`` (model responses), ``comparisons``, the shadow log
     (``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` for the dashboard's reads,
     ``shadow_purge`` for retention), ``regsets`` (regression set versions, their items and overrides) and
-    ``gates`` (promotion gates and their items) and ``reviews`` (reviewers, review queues, reservations,
-    reviews). Each service takes the repository (or the protocol in
+    ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
+    reviews) and ``secrets`` (e.g. the shadow's user-id salt). Each service takes the repository (or the protocol in
     ``ragreplay.ports``) it needs. Every method is synchronous and commits its own transaction;
     :meth:`write_batch` writes across repositories in one. A store may be used from one thread other than the
     one that opened it (the jobs' writer thread).
@@ -54,6 +55,7 @@ class Store(StoreBase):
         self.shadow_browse = ShadowBrowseRepository(engine, display_url)
         self.shadow_purge = ShadowPurgeRepository(engine, display_url)
         self.gates = GatesRepository(engine, display_url)
+        self.secrets = SecretsRepository(engine, display_url)
         self.regsets = RegsetsRepository(engine, display_url)
         self.reviews = ReviewsRepository(engine, display_url)
         self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments, self.gates)
