@@ -78,3 +78,16 @@ def test_history_and_graduation_over_consecutive_finished_gates(store: Store) ->
     assert graduated_keys(store, ["k1", "k2"], after=3) == {"k2"}
     assert graduated_keys(store, ["k1", "k2"], after=2) == {"k1", "k2"}
     assert graduated_keys(store, ["k1", "k2"], after=3, challenger="other") == frozenset()
+
+
+def test_wounds_the_newest_gate_left_open_stay_open(store: Store) -> None:
+    from ragreplay.gate.run import open_wound_keys
+
+    for i, (gate_id, k1, k2) in enumerate([("g1", 4.5, 1.0), ("g2", 1.0, 4.5)]):
+        store.gates.create_gate(record(gate_id, T0 + timedelta(days=i), config_hash=gate_id))
+        store.gates.save_gate_items(
+            [item(gate_id, "k1", k1), item(gate_id, "k2", k2), item(gate_id, "w1", None, "win")]
+        )
+        store.gates.finish_gate(gate_id, "fail", {})
+    # k1 was fixed in g1 but open again in g2; k2 the other way round; a win is never a wound; unknown keys none
+    assert open_wound_keys(store, ["k1", "k2", "w1", "nope"]) == {"k1"}

@@ -14,7 +14,7 @@ from ragreplay.cli.common import console, count_progress, err_console, open_stor
 from ragreplay.core.gate import GRADUATE_AFTER
 from ragreplay.core.regset import STRATA, Source, Stratum
 from ragreplay.errors import ConfigError
-from ragreplay.gate.run import graduated_keys
+from ragreplay.gate.run import graduated_keys, open_wound_keys
 from ragreplay.regset.build import EMBEDDERS, BuiltSet, build_regset, rebuild
 from ragreplay.regset.versions import (
     OverrideOutcome,
@@ -94,6 +94,14 @@ def _graduated(store: Store, after: int) -> frozenset[str]:
         return frozenset()
     wounds = [i.key for i in store.regsets.load_items(latest.id) if i.stratum == "wound"]
     return graduated_keys(store, wounds, after) if wounds else frozenset()
+
+
+def _left_open(store: Store) -> frozenset[str]:
+    """Questions of the latest version its newest gate left failing (open wounds for the next version)."""
+    latest = store.regsets.get_set("latest")
+    if latest is None:
+        return frozenset()
+    return open_wound_keys(store, [i.key for i in store.regsets.load_items(latest.id)])
 
 
 def _report_build(built: BuiltSet) -> None:
@@ -192,6 +200,7 @@ def build(
                 embedder=embedder,
                 redactor=redact,
                 graduated=_graduated(store, graduate_after),
+                open_wounds=_left_open(store),
                 note=note,
                 progress=on_progress,
                 now=now,

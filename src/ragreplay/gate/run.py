@@ -320,3 +320,18 @@ async def gate_target_files(
             for target in (champion_target, *challengers.values()):
                 await target.aclose()
             await factory.aclose()
+
+
+def open_wound_keys(store: Store, keys: Sequence[str]) -> frozenset[str]:
+    """The keys among ``keys`` whose wound the newest finished gate judging them left open (not fixed): the next
+    regression set keeps them as wounds whatever the window's log says."""
+    history = store.gates.item_history(keys)
+    found = set()
+    for key, entries in history.items():
+        outcomes = [ItemOutcome.model_validate(e["outcome"]) for e in entries if "outcome" in e]
+        if not outcomes or outcomes[-1].error is not None:
+            continue
+        last = outcomes[-1]
+        if last.stratum == "wound" and last.fixed(GatePolicy().fixed_score) is False:
+            found.add(key)
+    return frozenset(found)
