@@ -151,3 +151,53 @@ def test_export_then_import_round_trips_and_a_bad_line_writes_nothing(store: Sto
     ]
     assert all(p.file == str(bad) for p in caught.value.problems)
     assert len(store.reviews.load_reviews(queue.id)) == 8  # nothing written, not even line 1
+
+
+def test_what_reviewers_write_flows_into_the_next_regression_set(store: Store) -> None:
+    from ragreplay.regset.build import rebuild
+    from ragreplay.review.references import reviewed_references
+
+    seed_shadow(store, NOW)
+    first = build_regset(
+        store,
+        WEEK,
+        NOW + timedelta(minutes=1),
+        {"win": 5, "contested": 5, "wound": 5},
+        sources=("shadow",),
+        embed_with=TokenHashEmbedder(),
+    )
+    queue = build_regset_queue(store, first.record.id, TAX, k=1)
+    store.reviews.add_reviewer("ann")
+    held = store.reviews.next_item_for(queue.id, "ann")
+    assert held is not None
+    store.reviews.save_review(
+        queue.id,
+        Review(
+            reviewer="ann",
+            item_key=held.item.key,
+            a_side=held.a_side,
+            choice="B",
+            correct_answer="Twenty-five days a year.",
+            failure_tags=["wrong-version"],
+        ),
+    )
+    references = reviewed_references(store)
+    (key,) = references
+    assert references[key] == ("Twenty-five days a year.", "wrong-version")
+    second = build_regset(
+        store,
+        WEEK,
+        NOW + timedelta(minutes=1),
+        {"win": 5, "contested": 5, "wound": 5},
+        sources=("shadow",),
+        embed_with=TokenHashEmbedder(),
+        references=references,
+    )
+    reviewed = next(i for i in second.items if i.key == key)
+    # the reviewer's answer is the wound's reference now: the gate judges the challenger against it
+    assert reviewed.stratum == "wound" and reviewed.candidate.reference_answer == "Twenty-five days a year."
+    assert reviewed.candidate.failure_tag == "wrong-version"
+    assert second.record.recipe["references"][key] == ["Twenty-five days a year.", "wrong-version"]
+    assert rebuild(
+        store, second.record, TokenHashEmbedder()
+    ).identical  # the recipe keeps what makes it reproducible

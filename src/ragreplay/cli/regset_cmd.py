@@ -35,6 +35,7 @@ from ragreplay.report.regset import (
     shortfall_lines,
     strata_line,
 )
+from ragreplay.review.references import reviewed_references
 from ragreplay.shadow.judging import parse_since
 from ragreplay.store import Store
 
@@ -201,6 +202,7 @@ def build(
                 redactor=redact,
                 graduated=_graduated(store, graduate_after),
                 open_wounds=_left_open(store),
+                references=reviewed_references(store),
                 note=note,
                 progress=on_progress,
                 now=now,

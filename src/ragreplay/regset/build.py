@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragreplay.core.regset import (
     STRATA,
+    Candidate,
     Pooled,
     RegressionSetRecord,
     SetItem,
@@ -129,6 +130,8 @@ class BuildRecipe(BaseModel):
     graduated: list[str] = Field(default_factory=list)
     """Wound keys fixed in enough consecutive gates: classified as wins."""
     open_wounds: list[str] = Field(default_factory=list)
+    references: dict[str, tuple[str | None, str | None]] = Field(default_factory=dict)
+    """Question key -> (a reviewer's correct answer, failure tag): a tagged question is a known failure."""
     """Keys an earlier gate left failing: wounds whatever the log says."""
 
 
@@ -176,6 +179,7 @@ def make_recipe(
     overrides: Mapping[str, str] | None = None,
     graduated: frozenset[str] = frozenset(),
     open_wounds: frozenset[str] = frozenset(),
+    references: Mapping[str, tuple[str | None, str | None]] | None = None,
 ) -> BuildRecipe:
     """A validated recipe; thresholds default to the embedder's (:data:`THRESHOLDS`)."""
     if until <= since:
@@ -205,6 +209,7 @@ def make_recipe(
         overrides={k: cast(Literal["pin", "drop"], v) for k, v in sorted((overrides or {}).items())},
         graduated=sorted(graduated),
         open_wounds=sorted(open_wounds),
+        references=dict(sorted((references or {}).items())),
     )
 
 
@@ -221,7 +226,19 @@ def read_candidates(store: Store, recipe: BuildRecipe) -> Candidates:
         found.items = [
             c.model_copy(update={"open_wound": True}) if c.key in wounds else c for c in found.items
         ]
+    if recipe.references:
+        found.items = [_with_reference(c, recipe.references.get(c.key)) for c in found.items]
     return found
+
+
+def _with_reference(c: Candidate, reviewed: tuple[str | None, str | None] | None) -> Candidate:
+    """A candidate with what a reviewer wrote of its question (the answer, the failure tag), when anything."""
+    if reviewed is None:
+        return c
+    answer, tag = reviewed
+    return c.model_copy(
+        update={"reference_answer": answer or c.reference_answer, "failure_tag": tag or c.failure_tag}
+    )
 
 
 def _embed(embedder: Embedder, questions: Sequence[str], progress: Progress | None) -> np.ndarray:
@@ -301,6 +318,7 @@ def build_regset(
     redactor: str = "default",
     graduated: frozenset[str] = frozenset(),
     open_wounds: frozenset[str] = frozenset(),
+    references: Mapping[str, tuple[str | None, str | None]] | None = None,
     note: str = "",
     progress: Progress | None = None,
     embed_with: Embedder | None = None,
@@ -328,6 +346,7 @@ def build_regset(
         overrides=store.regsets.overrides(),
         graduated=graduated,
         open_wounds=open_wounds,
+        references=references,
     )
     items, digest, figures = compute_items(store, recipe, embed_with, progress)
     window = f"{recipe.since:%Y-%m-%d %H:%M} to {recipe.until:%Y-%m-%d %H:%M} UTC"
