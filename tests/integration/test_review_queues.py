@@ -201,3 +201,21 @@ def test_what_reviewers_write_flows_into_the_next_regression_set(store: Store) -
     assert rebuild(
         store, second.record, TokenHashEmbedder()
     ).identical  # the recipe keeps what makes it reproducible
+
+
+def test_the_dashboard_shows_the_calibration_banner(store: Store, store_url: str) -> None:
+    from starlette.testclient import TestClient
+
+    from ragreplay.web.app import create_app
+
+    seed_shadow(store, NOW)
+    with TestClient(create_app(store_url, cache_s=0)) as client:
+        assert 'id="calibration"' not in client.get("/").text  # nobody reviewed yet: no banner
+        queue = build_calibration_queue(store, WEEK, TAX, n=20, seed=1)
+        _answer_all(store, queue.id, "ann", agree=True)
+        assert 'data-status="ok"' in client.get("/").text
+        second = build_calibration_queue(store, WEEK, TAX, n=20, seed=2)
+        _answer_all(store, second.id, "bob", agree=False, tags=["wrong-version"])
+        page = client.get("/").text
+        assert 'id="calibration" data-status="alert"' in page and "wrong-version" in page
+        assert client.get("/index.json").json()["calibration"]["status"] == "alert"

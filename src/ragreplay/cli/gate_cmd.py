@@ -31,6 +31,7 @@ from ragreplay.jobs.runner import Progress
 from ragreplay.judges.build import default_fit_judge
 from ragreplay.providers.pricing import price_table
 from ragreplay.report.gate import GATE_FORMATS, render_gate, render_gate_markdown
+from ragreplay.review.calibration import calibration_report
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.gates import GateRecord
@@ -145,6 +146,18 @@ def _emit(
         comment.write_text(render_gate_markdown(report), encoding="utf-8")
 
 
+def _calibration_line(store: Store) -> None:
+    """A line when the judge disagrees with reviewers (``ragreplay calibration`` has the figures)."""
+    calibration = calibration_report(store).calibration
+    if calibration.overall.n and calibration.status == "alert":
+        slices = ", ".join(a.label for a in calibration.alerts)
+        err_console.print(
+            f"judge calibration alert: agreement with reviewers under the bar on {slices}; weigh this gate's "
+            "preference figures accordingly (see `ragreplay calibration`)",
+            highlight=False,
+        )
+
+
 def _could_not_run(exc: RagreplayError) -> typer.Exit:
     err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)
     err_console.print("the gate could not run (exit 3)", highlight=False)
@@ -233,6 +246,7 @@ def gate(
                     until,
                 )
             )
+            _calibration_line(store)
     except RagreplayError as exc:
         raise _could_not_run(exc) from None
     _emit(report, fmt, output, junit, comment)

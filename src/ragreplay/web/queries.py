@@ -21,12 +21,14 @@ from sqlalchemy.engine import make_url
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow
+from ragreplay.core.review import Agreement
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.storable import storable_text
 from ragreplay.core.types import Fit
 from ragreplay.errors import ConfigError
 from ragreplay.judges.position import PairOutcome
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
+from ragreplay.review.calibration import calibration_report
 from ragreplay.shadow.judging import parse_since, shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
@@ -239,6 +241,32 @@ def _feedback_table(summary: ComparisonSummary) -> list[dict[str, Any]]:
     return out
 
 
+def calibration_banner(store: Store) -> dict[str, Any] | None:
+    """Judge vs reviewers over every review so far, for the overview's banner: the status (``alert``, ``ok`` or
+    ``not-enough-labels``), the overall figure and the slices that alert; ``None`` when nobody reviewed yet."""
+    calibration = calibration_report(store).calibration
+
+    def figure(a: Agreement) -> dict[str, Any]:
+        r = a.agreement
+        return {
+            "label": a.label,
+            "value": r.value,
+            "low": r.low,
+            "high": r.high,
+            "n": r.n,
+            "threshold": a.threshold,
+        }
+
+    if calibration.overall.n == 0:
+        return None
+    return {
+        "status": calibration.status,
+        "overall": figure(calibration.overall),
+        "min_n": calibration.overall.min_n,
+        "alerts": [figure(a) for a in calibration.alerts],
+    }
+
+
 def index_data(
     store: Store, since: str | None, now: datetime | None = None, full: bool = True
 ) -> dict[str, Any]:
@@ -260,6 +288,7 @@ def index_data(
         "start": start.isoformat(),
         "generated_at": now.isoformat(),
         "store": store_label(store.url),
+        "calibration": calibration_banner(store),
         "judged": len(summary.rows),
         "requests": summary.n_cases,
         "about": [[k, v] for k, v in header_lines(summary) if k != "comparison"],
