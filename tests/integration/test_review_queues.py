@@ -218,4 +218,7 @@ def test_the_dashboard_shows_the_calibration_banner(store: Store, store_url: str
         _answer_all(store, second.id, "bob", agree=False, tags=["wrong-version"])
         page = client.get("/").text
         assert 'id="calibration" data-status="alert"' in page and "wrong-version" in page
-        assert client.get("/index.json").json()["calibration"]["status"] == "alert"
+        twin = client.get("/index.json").json()
+        assert twin["calibration"]["status"] == "alert"
+        assert twin["failure_tags"] == [{"tag": "wrong-version", "items": 20}]
+        assert 'data-tag="wrong-version"' in page

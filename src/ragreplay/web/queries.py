@@ -267,6 +267,17 @@ def calibration_banner(store: Store) -> dict[str, Any] | None:
     }
 
 
+def failure_tag_counts(store: Store, start: datetime) -> list[dict[str, Any]]:
+    """How often reviewers gave each failure tag to items reviewed since ``start``, most frequent first (an item
+    counts once per tag however many reviewers gave it)."""
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for stored in store.reviews.load_reviews(since=start):
+        for tag in stored.review.failure_tags:
+            seen.setdefault(tag, set()).add((stored.queue_id, stored.review.item_key))
+    counts = sorted(((tag, len(items)) for tag, items in seen.items()), key=lambda t: (-t[1], t[0]))
+    return [{"tag": tag, "items": n} for tag, n in counts]
+
+
 def index_data(
     store: Store, since: str | None, now: datetime | None = None, full: bool = True
 ) -> dict[str, Any]:
@@ -289,6 +300,7 @@ def index_data(
         "generated_at": now.isoformat(),
         "store": store_label(store.url),
         "calibration": calibration_banner(store),
+        "failure_tags": failure_tag_counts(store, start),
         "judged": len(summary.rows),
         "requests": summary.n_cases,
         "about": [[k, v] for k, v in header_lines(summary) if k != "comparison"],
