@@ -438,3 +438,26 @@ def test_options_star_is_a_400_not_a_traceback(proxy_url: str) -> None:
         while chunk := sock.recv(4096):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 400") and b"must be a path" in reply
+
+
+def test_a_body_over_the_limit_is_a_413_and_never_reaches_the_champion(champion_url: str) -> None:
+    server = serve(create_proxy(champion_url, mirror, timeout_s=5, max_body=1024))
+    url = next(server)
+    try:
+        big = httpx.post(url + "/text", content=b"x" * 5000, trust_env=False, timeout=10)
+        assert big.status_code == 413 and "1024 bytes" in big.text
+
+        # a chunked body with no Content-Length is cut while it is read
+        def chunks() -> Iterator[bytes]:
+            for _ in range(10):
+                yield b"y" * 500
+
+        streamed = httpx.post(url + "/text", content=chunks(), trust_env=False, timeout=10)
+        assert streamed.status_code == 413
+        small = httpx.post(url + "/text", content=b"hello", trust_env=False, timeout=10)
+        assert small.status_code == 201 and small.text.startswith("POST hello")
+        stats = httpx.get(url + "/_shadow/stats", trust_env=False).json()
+        assert stats["too_large"] == 2 and stats["by_status"]["413"] == 2
+    finally:
+        next(server, None)
+    assert len(MIRRORED) == 1  # only the small request reached the champion and the mirror

@@ -395,3 +395,32 @@ def test_challengers_get_the_users_own_request_not_a_rebuilt_one(champion_url: s
     next(challenger, None)
     assert resp.json()["answer"] == "champion: q1"
     assert seen == [("/ask?lang=nl", body)]  # same path, query and bytes: passed explicitly, not rebuilt
+
+
+def test_a_huge_challenger_reply_is_an_error_row_never_stored_whole(
+    champion_url: str, store: Store, store_url: str
+) -> None:
+    async def huge_route(request: Request) -> Response:
+        return JSONResponse({"answer": "z" * (3 << 20)})  # 3 MB
+
+    huge = serve(app_of(huge_route))
+    sampler = build_sampler(1.0, [], "UTC", "request")
+    app = build_app(
+        champion_url,
+        {"huge": next(huge)},
+        Store.open(store_url),
+        sampler,
+        FIELDS,
+        timeout_s=5,
+        challenger_timeout_s=5,
+        max_reply=1 << 20,
+    )
+    server = serve(app)
+    url = next(server)
+    resp = httpx.post(url + "/ask", json={"question": "q1"}, trust_env=False, timeout=10)
+    assert resp.json()["answer"] == "champion: q1"
+    next(server, None)
+    next(huge, None)
+    (row,) = store.shadow_rows.iter_shadow_rows()
+    assert row.challenger_answer.text == "" and "reply too large" in (row.challenger_answer.error or "")
+    assert app.mirror.shadow.stats().challenger_errors == 1

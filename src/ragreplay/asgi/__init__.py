@@ -13,14 +13,28 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-async def read_body(receive: Receive) -> bytes:
-    """The whole request body (what arrived before a disconnect)."""
+class BodyTooLarge(Exception):
+    """A request body over the limit; reading stopped there."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body over {limit} bytes")
+        self.limit = limit
+
+
+async def read_body(receive: Receive, limit: int | None = None) -> bytes:
+    """The whole request body (what arrived before a disconnect); :class:`BodyTooLarge` as soon as it passes
+    ``limit`` bytes, so a huge body is never held whole."""
     parts: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        parts.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise BodyTooLarge(limit)
+        parts.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(parts)

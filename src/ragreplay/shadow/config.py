@@ -123,6 +123,10 @@ class ShadowServeConfig(_Section):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     timeout_s: float = Field(60.0, gt=0, description="Seconds to wait for the champion before a 504.")
     challenger_timeout_s: float = Field(30.0, gt=0, description="Seconds a challenger may take.")
+    max_body_mb: float = Field(16.0, gt=0, description="Request bodies over this many MB get a 413.")
+    max_reply_mb: float = Field(
+        4.0, gt=0, description="Challenger replies over this many MB are errors, never stored."
+    )
     host: str = Field("127.0.0.1", description="Interface to listen on.")
     port: int = Field(8787, ge=0, le=65535, description="Port to listen on.")
 

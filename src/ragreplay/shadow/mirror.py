@@ -32,6 +32,8 @@ from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
 from ragreplay.shadow.payloads import RequestFields, lookup, parse_reply
 from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
 
+DEFAULT_MAX_REPLY = 4 << 20
+"""A challenger reply over this many bytes is recorded as an error, never stored whole."""
 _EXCERPT = 200
 
 
@@ -88,6 +90,7 @@ class MirrorHttpTarget:
         retry: RetryPolicy = CHALLENGER_RETRY,
         deadline_s: float | None = None,
         rng: random.Random | None = None,
+        max_reply: int = DEFAULT_MAX_REPLY,
     ) -> None:
         self._name = name
         self._base = base_url.rstrip("/")
@@ -99,6 +102,7 @@ class MirrorHttpTarget:
         self._retry = retry
         self._deadline_s = timeout_s if deadline_s is None else deadline_s
         self._rng = rng or random.Random()
+        self._max_reply = max_reply
 
     @property
     def name(self) -> str:
@@ -146,7 +150,15 @@ class MirrorHttpTarget:
             async with session.request(
                 raw.method, self._base + raw.path, data=raw.body, headers=headers, **options
             ) as resp:
-                status, body = resp.status, await resp.read()
+                status = resp.status
+                parts: list[bytes] = []
+                size = 0
+                async for chunk in resp.content.iter_chunked(1 << 16):
+                    size += len(chunk)
+                    if size > self._max_reply:  # stop reading: the rest is never held
+                        return _Failure(f"reply too large: over {self._max_reply} bytes, not stored")
+                    parts.append(chunk)
+                body = b"".join(parts)
                 content_type = resp.headers.get("content-type")
                 retry_after = retry_after_seconds(resp.headers, datetime.now(UTC))
         except TimeoutError:

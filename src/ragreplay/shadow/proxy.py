@@ -25,13 +25,15 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from ragreplay.asgi import Receive, Scope, Send, read_body, run_lifespan, send_body
+from ragreplay.asgi import BodyTooLarge, Receive, Scope, Send, read_body, run_lifespan, send_body
 
 log = logging.getLogger(__name__)
 
 
 STATS_PATH = "/_shadow/stats"
 DEFAULT_TEE_CAP = 1 << 20
+DEFAULT_MAX_BODY = 16 << 20
+"""Request bodies over this many bytes get a 413 (``max_body_mb`` in the shadow serve config)."""
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -90,6 +92,7 @@ class ProxyStats:
 
     requests: int = 0
     forwarded: int = 0
+    too_large: int = 0
     champion_unreachable: int = 0
     champion_broke_midstream: int = 0
     mirrored: int = 0
@@ -152,8 +155,10 @@ class ShadowProxy:
         mirror: Mirror | None,
         timeout_s: float = 60.0,
         tee_cap: int = DEFAULT_TEE_CAP,
+        max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.champion_url = champion_url.rstrip("/")
+        self.max_body = max_body
         self.mirror = mirror
         self.timeout_s = timeout_s
         self.tee_cap = tee_cap
@@ -206,7 +211,14 @@ class ShadowProxy:
             await send_body(send, 400, b"400 the request target must be a path such as /ask\n", b"text/plain")
             return
         received_at = datetime.now(UTC) if self.mirror is not None else None
-        body = await read_body(receive)
+        if _declared_length(scope) > self.max_body:
+            await self._too_large(send)
+            return
+        try:
+            body = await read_body(receive, self.max_body)
+        except BodyTooLarge:
+            await self._too_large(send)
+            return
         query: bytes = scope.get("query_string", b"")
         url = self._upstream_url(scope.get("raw_path") or scope["path"].encode(), query)
         session = self._http()
@@ -281,6 +293,12 @@ class ShadowProxy:
         )
         self._call_mirror(request, reply)
 
+    async def _too_large(self, send: Send) -> None:
+        self.stats.too_large += 1
+        self._count(413)
+        message = f"413 request body over the proxy's limit of {self.max_body} bytes\n"
+        await send_body(send, 413, message.encode(), b"text/plain")
+
     def _upstream_url(self, raw_path: bytes, query: bytes) -> URL:
         """The champion's URL for this path and query, as the user sent them (not re-encoded); cached, since
         a RAG app is mostly asked on a few paths and parsing a URL costs more than the rest of the request
@@ -348,12 +366,28 @@ def _upstream_headers(scope: Scope) -> CIMultiDict[str]:
     return headers
 
 
+def _declared_length(scope: Scope) -> int:
+    """The request's Content-Length (0 when absent or unreadable: the body read enforces the limit then)."""
+    for key, value in scope["headers"]:
+        if key.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
 def create_proxy(
-    champion_url: str, mirror: Mirror | None = None, timeout_s: float = 60.0, tee_cap: int = DEFAULT_TEE_CAP
+    champion_url: str,
+    mirror: Mirror | None = None,
+    timeout_s: float = 60.0,
+    tee_cap: int = DEFAULT_TEE_CAP,
+    max_body: int | None = None,
 ) -> ShadowProxy:
     """An ASGI app that forwards everything to `champion_url` and hands a copy of each exchange to `mirror`.
 
     `mirror(request, reply)` is called on the event loop after the response was fully sent; exceptions are
     logged and counted, never raised. Keep it quick (e.g. `Shadow.record`, which only schedules challengers).
     """
-    return ShadowProxy(champion_url, mirror, timeout_s=timeout_s, tee_cap=tee_cap)
+    limit = DEFAULT_MAX_BODY if max_body is None else max_body
+    return ShadowProxy(champion_url, mirror, timeout_s=timeout_s, tee_cap=tee_cap, max_body=limit)

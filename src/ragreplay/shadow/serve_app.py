@@ -7,7 +7,13 @@ from ragreplay.core.retry import RetryPolicy
 from ragreplay.shadow.config import ShadowServeConfig
 from ragreplay.shadow.library import Shadow
 from ragreplay.shadow.log import ShadowLog
-from ragreplay.shadow.mirror import FeedbackTap, MirrorHttpTarget, ProxyMirror, ShadowServeApp
+from ragreplay.shadow.mirror import (
+    DEFAULT_MAX_REPLY,
+    FeedbackTap,
+    MirrorHttpTarget,
+    ProxyMirror,
+    ShadowServeApp,
+)
 from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
 from ragreplay.shadow.proxy import create_proxy
@@ -23,6 +29,9 @@ def build_app(
     fields: RequestFields,
     timeout_s: float = 60.0,
     challenger_timeout_s: float = 30.0,
+    *,
+    max_body: int | None = None,
+    max_reply: int | None = None,
     mirror_paths: tuple[str, ...] = (),
     feedback: FeedbackTap | None = None,
     redact: Redactor | None = default_redactor,
@@ -34,7 +43,14 @@ def build_app(
     # The shadow's own timeout decides a hung first attempt (the +1 s keeps the client's out of its way);
     # retries (CHALLENGER_RETRY) end by the same timeout. The champion is never retried: it is the user's path.
     targets = {
-        name: MirrorHttpTarget(name, url, fields, challenger_timeout_s + 1, deadline_s=challenger_timeout_s)
+        name: MirrorHttpTarget(
+            name,
+            url,
+            fields,
+            challenger_timeout_s + 1,
+            deadline_s=challenger_timeout_s,
+            max_reply=DEFAULT_MAX_REPLY if max_reply is None else max_reply,
+        )
         for name, url in challengers.items()
     }
     shadow = Shadow(
@@ -54,7 +70,8 @@ def build_app(
         await shadow.champion.aclose()
         store.close()
 
-    return ShadowServeApp(create_proxy(champion, mirror, timeout_s=timeout_s), mirror, on_close=close)
+    proxy = create_proxy(champion, mirror, timeout_s=timeout_s, max_body=max_body)
+    return ShadowServeApp(proxy, mirror, on_close=close)
 
 
 def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:
@@ -67,6 +84,8 @@ def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:
         cfg.fields.build(),
         cfg.timeout_s,
         cfg.challenger_timeout_s,
+        max_body=int(cfg.max_body_mb * (1 << 20)),
+        max_reply=int(cfg.max_reply_mb * (1 << 20)),
         mirror_paths=tuple(cfg.mirror_paths),
         feedback=cfg.feedback.build() if cfg.feedback is not None else None,
         redact=load_redactor(cfg.privacy.redact),
