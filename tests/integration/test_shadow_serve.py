@@ -424,3 +424,35 @@ def test_a_huge_challenger_reply_is_an_error_row_never_stored_whole(
     (row,) = store.shadow_rows.iter_shadow_rows()
     assert row.challenger_answer.text == "" and "reply too large" in (row.challenger_answer.error or "")
     assert app.mirror.shadow.stats().challenger_errors == 1
+
+
+async def test_the_side_doors_answer_only_this_host_or_the_token(
+    champion_url: str, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragreplay.shadow.proxy import SIDE_DOOR_TOKEN_ENV
+
+    def client(app: ShadowServeApp, host: str) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=app, client=(host, 4242))  # type: ignore[arg-type]
+        return httpx.AsyncClient(transport=transport, base_url="http://proxy")
+
+    forged = {"request_id": "r1", "feedback": "bad"}
+    monkeypatch.delenv(SIDE_DOOR_TOKEN_ENV, raising=False)
+    app = proxy_app(champion_url, {}, Store.open(store_url))
+    async with client(app, "203.0.113.7") as outsider, client(app, "127.0.0.1") as local:
+        for path in ("/_shadow/stats", "/_shadow/metrics"):
+            assert (await outsider.get(path)).status_code == 403
+            assert (await local.get(path)).status_code == 200
+        refused = await outsider.post("/_shadow/feedback", json=forged)
+        assert refused.status_code == 403 and SIDE_DOOR_TOKEN_ENV in refused.json()["error"]
+    await app.aclose()
+
+    monkeypatch.setenv(SIDE_DOOR_TOKEN_ENV, "s3cret")
+    app = proxy_app(champion_url, {}, Store.open(store_url))
+    async with client(app, "203.0.113.7") as outsider:
+        assert (await outsider.post("/_shadow/feedback", json=forged)).status_code == 401
+        wrong = {"Authorization": "Bearer guess"}
+        assert (await outsider.get("/_shadow/stats", headers=wrong)).status_code == 401
+        right = {"Authorization": "Bearer s3cret"}
+        assert (await outsider.get("/_shadow/stats", headers=right)).status_code == 200
+        assert (await outsider.post("/_shadow/feedback", json=forged, headers=right)).status_code == 202
+    await app.aclose()

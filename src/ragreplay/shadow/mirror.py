@@ -30,7 +30,7 @@ from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.library import RawRequest, Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
 from ragreplay.shadow.payloads import RequestFields, lookup, parse_reply
-from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy
+from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy, side_door_refusal
 
 DEFAULT_MAX_REPLY = 4 << 20
 """A challenger reply over this many bytes is recorded as an error, never stored whole."""
@@ -374,6 +374,11 @@ class ShadowServeApp:
         if scope["type"] == "lifespan":
             await run_lifespan(receive, send, self.aclose)
             return
+        if scope["type"] == "http" and scope["path"] in (STATS_PATH, METRICS_PATH, FEEDBACK_PATH):
+            refused = side_door_refusal(scope, self.proxy.side_door_token)
+            if refused is not None:
+                await send_json(send, refused[0], {"error": refused[1]})
+                return
         if scope["type"] == "http" and scope["path"] == STATS_PATH:
             await send_json(send, 200, self.stats())
             return

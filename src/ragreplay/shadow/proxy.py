@@ -12,6 +12,7 @@ and is never forwarded.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import time
@@ -156,9 +157,11 @@ class ShadowProxy:
         timeout_s: float = 60.0,
         tee_cap: int = DEFAULT_TEE_CAP,
         max_body: int = DEFAULT_MAX_BODY,
+        side_door_token: str | None = None,
     ) -> None:
         self.champion_url = champion_url.rstrip("/")
         self.max_body = max_body
+        self.side_door_token = side_door_token
         self.mirror = mirror
         self.timeout_s = timeout_s
         self.tee_cap = tee_cap
@@ -203,6 +206,12 @@ class ShadowProxy:
 
     async def _http_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["path"] == STATS_PATH:
+            refused = side_door_refusal(scope, self.side_door_token)
+            if refused is not None:
+                await send_body(
+                    send, refused[0], json.dumps({"error": refused[1]}).encode(), b"application/json"
+                )
+                return
             await send_body(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
             return
         self.stats.requests += 1
@@ -366,6 +375,34 @@ def _upstream_headers(scope: Scope) -> CIMultiDict[str]:
     return headers
 
 
+SIDE_DOOR_TOKEN_ENV = "RAGREPLAY_SHADOW_TOKEN"
+"""The bearer token that opens the proxy's own paths (``/_shadow/...``) to clients off loopback."""
+_LOOPBACK = ("127.", "::1", "localhost")
+
+
+def side_door_refusal(scope: Scope, token: str | None) -> tuple[int, str] | None:
+    """Why this request may not use a ``/_shadow/...`` path (status and message), or ``None`` when it may.
+
+    With a token set, only ``Authorization: Bearer <token>`` opens them (feedback can then come only from the
+    app, which holds the token); without one, only loopback clients are answered (the proxy's own host)."""
+    if token:
+        sent = next((v for k, v in scope["headers"] if k.lower() == b"authorization"), b"")
+        if hmac.compare_digest(sent, f"Bearer {token}".encode()):
+            return None
+        return (
+            401,
+            f"the shadow's own paths need 'Authorization: Bearer <token>' (the ${SIDE_DOOR_TOKEN_ENV} token)",
+        )
+    client = scope.get("client")
+    host = str(client[0]) if client else ""
+    if host.startswith(_LOOPBACK):
+        return None
+    return 403, (
+        f"the shadow's own paths answer only this host. Fix: set ${SIDE_DOOR_TOKEN_ENV} for the proxy and send "
+        "'Authorization: Bearer <token>'"
+    )
+
+
 def _declared_length(scope: Scope) -> int:
     """The request's Content-Length (0 when absent or unreadable: the body read enforces the limit then)."""
     for key, value in scope["headers"]:
@@ -383,6 +420,7 @@ def create_proxy(
     timeout_s: float = 60.0,
     tee_cap: int = DEFAULT_TEE_CAP,
     max_body: int | None = None,
+    side_door_token: str | None = None,
 ) -> ShadowProxy:
     """An ASGI app that forwards everything to `champion_url` and hands a copy of each exchange to `mirror`.
 
@@ -390,4 +428,11 @@ def create_proxy(
     logged and counted, never raised. Keep it quick (e.g. `Shadow.record`, which only schedules challengers).
     """
     limit = DEFAULT_MAX_BODY if max_body is None else max_body
-    return ShadowProxy(champion_url, mirror, timeout_s=timeout_s, tee_cap=tee_cap, max_body=limit)
+    return ShadowProxy(
+        champion_url,
+        mirror,
+        timeout_s=timeout_s,
+        tee_cap=tee_cap,
+        max_body=limit,
+        side_door_token=side_door_token,
+    )

@@ -3,6 +3,8 @@ targets, the sampler, the logs and the feedback tap."""
 
 from __future__ import annotations
 
+import os
+
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.shadow.config import ShadowServeConfig
 from ragreplay.shadow.library import Shadow
@@ -16,7 +18,7 @@ from ragreplay.shadow.mirror import (
 )
 from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
-from ragreplay.shadow.proxy import create_proxy
+from ragreplay.shadow.proxy import SIDE_DOOR_TOKEN_ENV, create_proxy
 from ragreplay.shadow.sampler import Sampler
 from ragreplay.store import Store
 
@@ -70,7 +72,8 @@ def build_app(
         await shadow.champion.aclose()
         store.close()
 
-    proxy = create_proxy(champion, mirror, timeout_s=timeout_s, max_body=max_body)
+    token = os.environ.get(SIDE_DOOR_TOKEN_ENV) or None  # a secret: from the environment only
+    proxy = create_proxy(champion, mirror, timeout_s=timeout_s, max_body=max_body, side_door_token=token)
     return ShadowServeApp(proxy, mirror, on_close=close)
 
 
