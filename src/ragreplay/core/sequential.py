@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ragreplay.core.compare_stats import clopper_pearson
-
-Decision = str  # "pass" | "fail" | "inconclusive"
+from ragreplay.core.gate import Decision, decide
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,7 @@ def decide_share(k: int, n: int, threshold: float, confidence: float) -> Decisio
     if n == 0:
         return "inconclusive"
     low, high = _interval(k, n, confidence)
-    if low > threshold:
-        return "pass"
-    if high <= threshold:
-        return "fail"
-    return "inconclusive"
+    return decide(low, high, threshold, k / n, "interval", above=True)
 
 
 @lru_cache(maxsize=65536)
