@@ -131,6 +131,17 @@ def test_what_cannot_run_exits_3(tmp_path: Path, store_url: str) -> None:
     assert report["decision"] == "error" and all(i["error"] for i in report["items"])
 
 
+def saved_at(store: Store, gate_id: str) -> dict[str, object]:
+    """When each of a gate's items was last written."""
+    from sqlalchemy import select
+
+    from ragreplay.store.schema import gate_items
+
+    with store._engine.connect() as conn:
+        query = select(gate_items.c.key, gate_items.c.updated_at).where(gate_items.c.gate_id == gate_id)
+        return {key: at for key, at in conn.execute(query)}
+
+
 def _calls(log: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
 
@@ -177,10 +188,15 @@ def test_sigkill_mid_gate_then_resume_repeats_no_call(tmp_path: Path, store_url:
     with Store.open(store_url) as store:
         (killed,) = store.gates.list_gates()
         saved = len(store.gates.gate_item_keys(killed.id))
+        before = saved_at(store, killed.id)
     assert killed.status == "running" and 0 < saved < 21
     second = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
     assert "resuming gate" in second.stderr
+    with Store.open(store_url) as store:
+        after = saved_at(store, killed.id)
+    # the items saved before the kill were not answered, judged nor written again
+    assert {k: after[k] for k in before} == before and len(after) == 21
     keys = Counter(str(c["key"]) for c in _calls(log))
     assert max(keys.values()) == 1, "a model call was repeated after resume"
     # the same calls as an uninterrupted gate: nothing paid twice, nothing skipped (a win both sides answer
