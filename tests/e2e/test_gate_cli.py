@@ -289,3 +289,14 @@ def test_until_decided_draws_from_the_pool_until_the_wounds_bar_decides(
         timeout=60,
     )
     assert "until decided" in shown.stdout and shown.returncode == looked.returncode
+
+
+def test_gate_report_mistakes_exit_3_never_2(tmp_path: Path, store_url: str) -> None:
+    for extra in (["gate_nope"], ["gate_nope", "--format", "xml"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ragreplay.cli.app", "gate-report", *extra, "--db", store_url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 3 and "Traceback" not in done.stderr, extra

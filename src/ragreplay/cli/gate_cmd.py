@@ -260,11 +260,14 @@ def gate_report(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Show a stored gate again from its saved items (no call is made); exits with the gate's code."""
-    if fmt not in GATE_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
-    settings = settings_from(config, db=db)
-    with open_store(settings.db) as store:
-        report = stored_report(store, gate_id)
+    try:
+        if fmt not in GATE_FORMATS:
+            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
+        settings = settings_from(config, db=db)
+        with open_store(settings.db) as store:
+            report = stored_report(store, gate_id)
+    except RagreplayError as exc:  # 3, like the gate: a 2 would read as inconclusive
+        raise _could_not_run(exc) from None
     sys.stdout.write(render_gate(report, fmt))
     raise typer.Exit(report.verdict.exit_code)
 
