@@ -373,7 +373,11 @@ def test_database_gone_mid_load_champion_keeps_answering_and_losses_are_counted(
     assert final.rows_lost > 0 and final.rows_pending == 0
     assert final.rows_written + final.rows_lost + final.rows_dropped == final.rows_offered == final.sampled
     with Store.open(store_url) as reader:
-        assert reader.shadow_rows.count_shadow_rows() == final.rows_written
+        stored = reader.shadow_rows.count_shadow_rows()
+    # A batch whose COMMIT reached the server just before the cut is in the database, but its answer never came
+    # back, so the log had to count it lost: "lost" is an upper bound, "written" a lower one.
+    assert final.rows_written <= stored <= final.rows_written + final.rows_lost
+    assert stored < final.rows_offered
 
 
 def test_challengers_get_the_users_own_request_not_a_rebuilt_one(champion_url: str, store_url: str) -> None:
