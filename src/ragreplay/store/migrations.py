@@ -461,3 +461,25 @@ def m010_store_secrets(conn: Connection) -> None:
         Column("created_at", UTCDateTime, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(11)
+def m011_review_sessions(conn: Connection) -> None:
+    """Review screen sessions in the store, so they outlive a restart and every replica sees them: the sha256 of
+    the session id (the id itself lives only in the reviewer's cookie), the reviewer and the hash of the token
+    they logged in with (a rotated token ends the session), when it started, when it lapses and when it was last
+    used (the idle timeout). The form's CSRF token is derived from the session id, so it is not stored."""
+    md = MetaData()
+    Table(
+        "review_sessions",
+        md,
+        Column("id_hash", Id, primary_key=True),
+        Column("reviewer", Text, nullable=False),
+        Column("token_hash", Text, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Column("last_seen", UTCDateTime, nullable=False),
+        Index("ix_review_sessions_reviewer", "reviewer"),
+        Index("ix_review_sessions_expires_at", "expires_at"),
+    )
+    md.create_all(conn)

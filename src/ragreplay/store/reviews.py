@@ -29,6 +29,7 @@ from ragreplay.store.schema import (
     review_queue_items,
     review_queues,
     review_reservations,
+    review_sessions,
     reviewers,
     reviews,
 )
@@ -157,10 +158,24 @@ class ReviewsRepository(StoreBase):
             return conn.execute(query).scalar_one_or_none()
 
     def set_reviewer_disabled(self, name: str, disabled: bool = True) -> bool:
-        """Disable (or enable again) reviewer ``name``; ``False`` if there is none."""
+        """Disable (or enable again) reviewer ``name``; ``False`` if there is none. Disabling ends their review
+        screen sessions in the same transaction (they are logged out at their next request)."""
         with self._write() as conn:
             result = conn.execute(update(reviewers).where(reviewers.c.name == name).values(disabled=disabled))
+            if disabled:
+                conn.execute(delete(review_sessions).where(review_sessions.c.reviewer == name))
         return bool(result.rowcount)
+
+    def rotate_token(self, name: str) -> str | None:
+        """A new token for reviewer ``name`` (shown once, like the first): the old link stops working and their
+        sessions end. ``None`` if there is no such reviewer."""
+        token = secrets.token_urlsafe(24)
+        with self._write() as conn:
+            result = conn.execute(
+                update(reviewers).where(reviewers.c.name == name).values(token_hash=token_hash(token))
+            )
+            conn.execute(delete(review_sessions).where(review_sessions.c.reviewer == name))
+        return token if result.rowcount else None
 
     def list_reviewers(self) -> list[ReviewerRecord]:
         """Every reviewer, by name."""

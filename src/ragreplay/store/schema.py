@@ -383,3 +383,14 @@ store_secrets = Table(
     Column("value", StorableText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+review_sessions = Table(
+    "review_sessions",
+    metadata,
+    Column("id_hash", Id, primary_key=True),
+    Column("reviewer", StorableText, nullable=False),
+    Column("token_hash", StorableText, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("last_seen", UTCDateTime, nullable=False),
+)

@@ -17,6 +17,7 @@ from ragreplay.store.connect import StoreError, connection_failure, create_store
 from ragreplay.store.gates import GatesRepository
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.regsets import RegsetsRepository
+from ragreplay.store.review_sessions import ReviewSessionsRepository
 from ragreplay.store.reviews import ReviewsRepository
 from ragreplay.store.rewrites import RewritesRepository
 from ragreplay.store.runs import RunsRepository
@@ -36,10 +37,10 @@ class Store(StoreBase):
     (``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` for the dashboard's reads,
     ``shadow_purge`` for retention), ``regsets`` (regression set versions, their items and overrides) and
     ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
-    reviews) and ``secrets`` (e.g. the shadow's user-id salt). Each service takes the repository (or the protocol in
-    ``ragreplay.ports``) it needs. Every method is synchronous and commits its own transaction;
-    :meth:`write_batch` writes across repositories in one. A store may be used from one thread other than the
-    one that opened it (the jobs' writer thread).
+    reviews), ``review_sessions`` (the review screen's logins) and ``secrets`` (e.g. the shadow's user-id
+    salt). Each service takes the repository (or the protocol in ``ragreplay.ports``) it needs. Every method is
+    synchronous and commits its own transaction; :meth:`write_batch` writes across repositories in one. A store
+    may be used from one thread other than the one that opened it (the jobs' writer thread).
     """
 
     def __init__(self, engine: Engine, display_url: str) -> None:
@@ -58,6 +59,7 @@ class Store(StoreBase):
         self.secrets = SecretsRepository(engine, display_url)
         self.regsets = RegsetsRepository(engine, display_url)
         self.reviews = ReviewsRepository(engine, display_url)
+        self.review_sessions = ReviewSessionsRepository(engine, display_url)
         self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments, self.gates)
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
