@@ -1,9 +1,13 @@
 """The Python API: the same jobs as the CLI, for notebooks and scripts.
 
 >>> import ragreplay
->>> ragreplay.ingest("logs.jsonl", db="ragreplay.db")          # doctest: +SKIP
->>> run_id = ragreplay.replay("candidate.yaml", judge="openai:gpt-4.1-mini", db="ragreplay.db")  # doctest: +SKIP
->>> print(ragreplay.report(run_id, db="ragreplay.db", fmt="md"))  # doctest: +SKIP
+>>> ragreplay.ingest_log("logs.jsonl", db="ragreplay.db")          # doctest: +SKIP
+>>> run_id = ragreplay.run("candidate.yaml", judge="local", db="ragreplay.db")  # doctest: +SKIP
+>>> print(ragreplay.render_report(run_id, db="ragreplay.db", fmt="md"))  # doctest: +SKIP
+
+The names differ from the subpackages (``ragreplay.ingest``, ``ragreplay.replay``, ``ragreplay.report``,
+``ragreplay.gate``) on purpose: importing a subpackage binds its name on the package, which would hide a function
+of the same name.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
 
 
-def ingest(path: str | Path, db: str = "ragreplay.db", fmt: str | None = None) -> IngestSummary:
+def ingest_log(path: str | Path, db: str = "ragreplay.db", fmt: str | None = None) -> IngestSummary:
     """Ingest a conversation log into the store at ``db``."""
     store = Store.open(db)
     try:
@@ -35,7 +39,7 @@ def ingest(path: str | Path, db: str = "ragreplay.db", fmt: str | None = None) -
         store.close()
 
 
-async def replay_async(
+async def run_async(
     target: str | Path,
     judge: str,
     db: str = "ragreplay.db",
@@ -63,9 +67,9 @@ async def replay_async(
         store.close()
 
 
-def replay(target: str | Path, judge: str, db: str = "ragreplay.db", **kwargs: object) -> str:
-    """Synchronous :func:`replay_async`."""
-    return asyncio.run(replay_async(target, judge, db, **kwargs))  # type: ignore[arg-type]
+def run(target: str | Path, judge: str, db: str = "ragreplay.db", **kwargs: object) -> str:
+    """Synchronous :func:`run_async`."""
+    return asyncio.run(run_async(target, judge, db, **kwargs))  # type: ignore[arg-type]
 
 
 def summary(run_id: str, db: str = "ragreplay.db") -> RunSummary:
@@ -77,12 +81,12 @@ def summary(run_id: str, db: str = "ragreplay.db") -> RunSummary:
         store.close()
 
 
-def report(run_id: str, db: str = "ragreplay.db", fmt: str = "text") -> str:
+def render_report(run_id: str, db: str = "ragreplay.db", fmt: str = "text") -> str:
     """A run's report as text, Markdown or JSON."""
     return render(summary(run_id, db), fmt)
 
 
-def gate(
+def run_gate(
     champion: str | Path,
     challenger: str | Path,
     judge: str,

@@ -42,13 +42,13 @@ def store_url(config: pytest.Config) -> str:
 @pytest.fixture
 def ragreplay_gate(request: pytest.FixtureRequest) -> Callable[..., GateReport]:
     """A function that runs a gate on the configured store: ``(champion, challenger, judge, **options)``,
-    the options of :func:`ragreplay.api.gate`; returns the report."""
-    from ragreplay.api import gate
+    the options of :func:`ragreplay.api.run_gate`; returns the report."""
+    from ragreplay.api import run_gate
 
     db = store_url(request.config)
 
     def run(champion: str | Path, challenger: str | Path, judge: str, **options: Any) -> GateReport:
-        return gate(champion, challenger, judge, db=options.pop("db", db), **options)
+        return run_gate(champion, challenger, judge, db=options.pop("db", db), **options)
 
     return run
 
