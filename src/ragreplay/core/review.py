@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragreplay.core.ids import content_hash
+from ragreplay.core.judge_version import legacy_judge_version
 from ragreplay.core.stats import Rate, rate, wilson_interval
 
 # --- the taxonomy ----------------------------------------------------------------------------------------------
@@ -113,6 +114,15 @@ class JudgeDecision(_Frozen):
     """``None`` when the judge could not score the pair."""
     scores_champion: dict[str, int] = Field(default_factory=dict)
     scores_challenger: dict[str, int] = Field(default_factory=dict)
+    judge_version: str | None = None
+    """The :class:`~ragreplay.core.judge_version.JudgeVersion` id; ``None`` on decisions stored before versions
+    were recorded (see :attr:`version`)."""
+
+    @property
+    def version(self) -> str:
+        """The judge version this decision is keyed by: the recorded one, else the legacy version of its judge
+        and ``prompt_version``."""
+        return self.judge_version or legacy_judge_version(self.judge, self.prompt_version).id
 
 
 class ReviewItem(_Frozen):

@@ -22,6 +22,7 @@ from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, WriteBatch
 from ragreplay.store.comparisons import ComparisonRowRecord
 from ragreplay.store.gates import GateItemRecord
+from ragreplay.store.review_judgments import ReviewJudgmentRecord
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 
@@ -82,6 +83,11 @@ class StoreWriter:
     async def save_gate_items(self, items: Sequence[GateItemRecord]) -> None:
         """Save gate item outcomes; returns once committed."""
         self._batch.gate_items.extend(items)
+        await self._commit()
+
+    async def save_review_judgments(self, records: Sequence[ReviewJudgmentRecord]) -> None:
+        """Save judgments of review items (by judge version); returns once committed."""
+        self._batch.review_judgments.extend(records)
         await self._commit()
 
     async def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord]) -> None:

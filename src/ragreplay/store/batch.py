@@ -14,6 +14,7 @@ from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsRepository
 from ragreplay.store.gates import GateItemRecord, GatesRepository
+from ragreplay.store.review_judgments import ReviewJudgmentRecord, ReviewJudgmentsRepository
 from ragreplay.store.runs import result_row
 from ragreplay.store.schema import dumps, llm_cache, results, rewrites, to_json
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord, ShadowJudgmentsRepository
@@ -39,6 +40,7 @@ class WriteBatch:
     comparison_rows: list[ComparisonRowRecord] = field(default_factory=list)
     shadow_judgments: list[ShadowJudgmentRecord] = field(default_factory=list)
     gate_items: list[GateItemRecord] = field(default_factory=list)
+    review_judgments: list[ReviewJudgmentRecord] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (
@@ -48,6 +50,7 @@ class WriteBatch:
             + len(self.comparison_rows)
             + len(self.shadow_judgments)
             + len(self.gate_items)
+            + len(self.review_judgments)
         )
 
 
@@ -61,11 +64,13 @@ class BatchWriter(StoreBase):
         comparisons: ComparisonsRepository,
         shadow_judgments: ShadowJudgmentsRepository,
         gates: GatesRepository,
+        review_judgments: ReviewJudgmentsRepository,
     ) -> None:
         super().__init__(engine, display_url)
         self._comparisons = comparisons
         self._shadow_judgments = shadow_judgments
         self._gates = gates
+        self._review_judgments = review_judgments
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
         """Apply ``batch`` in one transaction; returns the rewrite pinned to each case of ``batch.pins``.
@@ -108,4 +113,6 @@ class BatchWriter(StoreBase):
                 self._shadow_judgments.put_shadow_judgments(conn, batch.shadow_judgments)
             if batch.gate_items:
                 self._gates.put_gate_items(conn, batch.gate_items)
+            if batch.review_judgments:
+                self._review_judgments.put_review_judgments(conn, batch.review_judgments)
         return pinned

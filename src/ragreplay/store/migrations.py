@@ -483,3 +483,41 @@ def m011_review_sessions(conn: Connection) -> None:
         Index("ix_review_sessions_expires_at", "expires_at"),
     )
     md.create_all(conn)
+
+@migration(12)
+def m012_judge_versions(conn: Connection) -> None:
+    """Judgments of review items keyed by judge version (queue, item key, version; the decision as JSON), so a
+    changed judge re-judges only what it has not judged, and calibration snapshots: each judge version's
+    agreement with reviewers as computed at a time (n, agreeing, Wilson bounds, kappa, per-tag figures)."""
+    md = MetaData()
+    Table(
+        "review_judgments",
+        md,
+        Column("queue_id", Id, primary_key=True),
+        Column("key", Id, primary_key=True),
+        Column("judge_version", Id, primary_key=True),
+        Column("judge", Text, nullable=False),
+        Column("decision", Text, nullable=False),
+        Column("judged_at", UTCDateTime, nullable=False),
+        Index("ix_review_judgments_version", "judge_version"),
+    )
+    Table(
+        "calibration_history",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("judge_version", Id, nullable=False),
+        Column("judge", Text, nullable=False),
+        Column("computed_at", UTCDateTime, nullable=False),
+        Column("source", Text, nullable=False),
+        Column("since", UTCDateTime, nullable=True),
+        Column("n", Integer, nullable=False),
+        Column("agree", Integer, nullable=False),
+        Column("agreement", Float, nullable=True),
+        Column("low", Float, nullable=False),
+        Column("high", Float, nullable=False),
+        Column("kappa", Float, nullable=True),
+        Column("status", Text, nullable=False),
+        Column("per_tag", Text, nullable=False),
+        Index("ix_calibration_history_version_time", "judge_version", "computed_at"),
+    )
+    md.create_all(conn)

@@ -394,3 +394,33 @@ review_sessions = Table(
     Column("expires_at", UTCDateTime, nullable=False),
     Column("last_seen", UTCDateTime, nullable=False),
 )
+
+review_judgments = Table(
+    "review_judgments",
+    metadata,
+    Column("queue_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("judge_version", Id, primary_key=True),
+    Column("judge", StorableText, nullable=False),
+    Column("decision", StorableText, nullable=False),
+    Column("judged_at", UTCDateTime, nullable=False),
+)
+
+calibration_history = Table(
+    "calibration_history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("judge_version", Id, nullable=False),
+    Column("judge", StorableText, nullable=False),
+    Column("computed_at", UTCDateTime, nullable=False),
+    Column("source", StorableText, nullable=False),
+    Column("since", UTCDateTime, nullable=True),
+    Column("n", Integer, nullable=False),
+    Column("agree", Integer, nullable=False),
+    Column("agreement", Float, nullable=True),
+    Column("low", Float, nullable=False),
+    Column("high", Float, nullable=False),
+    Column("kappa", Float, nullable=True),
+    Column("status", StorableText, nullable=False),
+    Column("per_tag", StorableText, nullable=False),
+)

@@ -11,12 +11,14 @@ from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase
 from ragreplay.store.batch import BatchWriter, WriteBatch
 from ragreplay.store.cache import CacheRepository
+from ragreplay.store.calibration_history import CalibrationHistoryRepository
 from ragreplay.store.cases import CasesRepository
 from ragreplay.store.comparisons import ComparisonsRepository
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
 from ragreplay.store.gates import GatesRepository
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.regsets import RegsetsRepository
+from ragreplay.store.review_judgments import ReviewJudgmentsRepository
 from ragreplay.store.review_sessions import ReviewSessionsRepository
 from ragreplay.store.reviews import ReviewsRepository
 from ragreplay.store.rewrites import RewritesRepository
@@ -37,10 +39,12 @@ class Store(StoreBase):
     (``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` for the dashboard's reads,
     ``shadow_purge`` for retention), ``regsets`` (regression set versions, their items and overrides) and
     ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
-    reviews), ``review_sessions`` (the review screen's logins) and ``secrets`` (e.g. the shadow's user-id
-    salt). Each service takes the repository (or the protocol in ``ragreplay.ports``) it needs. Every method is
-    synchronous and commits its own transaction; :meth:`write_batch` writes across repositories in one. A store
-    may be used from one thread other than the one that opened it (the jobs' writer thread).
+    reviews), ``review_sessions`` (the review screen's logins), ``review_judgments`` (judgments of review items
+    by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time) and
+    ``secrets`` (e.g. the shadow's user-id salt). Each service takes the repository (or the protocol in
+    ``ragreplay.ports``) it needs. Every method is synchronous and commits its own transaction;
+    :meth:`write_batch` writes across repositories in one. A store may be used from one thread other than the
+    one that opened it (the jobs' writer thread).
     """
 
     def __init__(self, engine: Engine, display_url: str) -> None:
@@ -60,7 +64,16 @@ class Store(StoreBase):
         self.regsets = RegsetsRepository(engine, display_url)
         self.reviews = ReviewsRepository(engine, display_url)
         self.review_sessions = ReviewSessionsRepository(engine, display_url)
-        self._batch = BatchWriter(engine, display_url, self.comparisons, self.shadow_judgments, self.gates)
+        self.review_judgments = ReviewJudgmentsRepository(engine, display_url)
+        self.calibration_history = CalibrationHistoryRepository(engine, display_url)
+        self._batch = BatchWriter(
+            engine,
+            display_url,
+            self.comparisons,
+            self.shadow_judgments,
+            self.gates,
+            self.review_judgments,
+        )
 
     def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
         """Apply ``batch`` (results, pins, cache entries, comparison rows, shadow judgments) in one
