@@ -285,14 +285,16 @@ def test_run_lifecycle_and_prefix_lookup(store: Store) -> None:
     assert [r.id for r in store.runs.list_runs()] == ["run_abc2", "run_abc1", "run_zed"]
     assert [r.id for r in store.runs.list_runs(limit=1)] == ["run_abc2"]
 
-    assert store.runs.find_unfinished_run("cfg1", "ds1") == store.runs.get_run("run_abc2")
+    assert store.runs.find_latest_run("cfg1", "ds1") == store.runs.get_run("run_abc2")
     finished = T0 + timedelta(hours=1)
     store.runs.set_run_status("run_abc2", RunStatus.DONE, finished_at=finished)
     done = store.runs.get_run("run_abc2")
     assert done is not None and done.status is RunStatus.DONE and done.finished_at == finished
+    assert store.runs.find_latest_run("cfg1", "ds1") == done  # a finished run is found too: to re-show it
+    store.runs.set_run_status("run_abc2", RunStatus.FAILED)
     store.runs.set_run_status("run_abc1", RunStatus.INTERRUPTED)
-    assert store.runs.find_unfinished_run("cfg1", "ds1") == store.runs.get_run("run_abc1")
-    assert store.runs.find_unfinished_run("cfg1", "other") is None
+    assert store.runs.find_latest_run("cfg1", "ds1") == store.runs.get_run("run_abc1")
+    assert store.runs.find_latest_run("cfg1", "other") is None
     with pytest.raises(StoreError, match="no run"):
         store.runs.set_run_status("run_missing", RunStatus.DONE)
     with pytest.raises(StoreError, match="already exists"):

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 
 from ragreplay.cli.common import console, err_console, open_store, parse_tags, settings_from
-from ragreplay.core.runs import RunRecord
+from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.jobs import runner
 from ragreplay.ports import Target
@@ -56,6 +56,12 @@ async def run_replay(
     task = bar.add_task("replay", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0)
 
     def on_plan(run: RunRecord, resumed: bool) -> None:
+        if run.status == RunStatus.DONE:
+            console.print(
+                f"run [bold]{run.id}[/bold] already finished with the same target, judge and cases: shown from "
+                "the store, no call made (--fresh replays anew)"
+            )
+            return
         if resumed:
             console.print(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)")
         else:
@@ -98,14 +104,18 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="Cases replayed at once [default: 16]")] = None,
     cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
     fresh: Annotated[
-        bool, typer.Option("--fresh", help="Start a new run even if an unfinished one matches")
+        bool,
+        typer.Option(
+            "--fresh", help="Start a new run even if one of the same target, judge and cases exists"
+        ),
     ] = False,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Replay labelled cases through a candidate and judge each new answer against the old one.
 
     Interrupted runs (Ctrl-C, a kill) resume when the same command runs again: finished cases are kept and no
-    model call is paid twice.
+    model call is paid twice. The same command on a finished run shows it again without a call (--fresh
+    replays anew).
     """
     settings = settings_from(
         config, db=db, judge=judge, rewriter=rewriter, concurrency=concurrency, cache=cache

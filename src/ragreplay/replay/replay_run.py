@@ -9,7 +9,7 @@ from typing import Any
 
 from ragreplay.core.ids import content_hash
 from ragreplay.core.run_summary import RunSummary, summarize
-from ragreplay.core.runs import RunRecord, RunStatus
+from ragreplay.core.runs import ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.jobs.runner import Progress, ProgressCallback
@@ -66,7 +66,9 @@ def plan_run(
     selection: Mapping[str, Any],
     fresh: bool = False,
 ) -> tuple[RunRecord, bool]:
-    """The run to execute: an unfinished run with the same config and dataset (resumed), or a new one."""
+    """The run to execute, and whether it is an earlier one: the newest run with the same config and dataset
+    (an unfinished one, or a finished one with errored cases, is set ``running`` to be resumed; a finished one
+    with every case done comes back ``done``: nothing to replay), or, with ``fresh`` or none found, a new one."""
     config = {
         "target": {"name": target.name, "version": target.version},
         "judge": {"name": judge.name, "prompt_version": judge.prompt_version},
@@ -75,10 +77,12 @@ def plan_run(
     config_hash = content_hash(config)
     dataset_hash = content_hash(sorted(c.id for c in cases))
     if not fresh:
-        unfinished = store.runs.find_unfinished_run(config_hash, dataset_hash)
-        if unfinished is not None:
-            store.runs.set_run_status(unfinished.id, RunStatus.RUNNING)
-            return unfinished, True
+        found = store.runs.find_latest_run(config_hash, dataset_hash)
+        if found is not None:
+            if found.status == RunStatus.DONE and not _cases_left(store, found.id):
+                return found, True
+            store.runs.set_run_status(found.id, RunStatus.RUNNING)
+            return found.model_copy(update={"status": RunStatus.RUNNING, "finished_at": None}), True
     now = datetime.now(UTC)
     run = RunRecord(
         id=new_run_id(now),
@@ -97,6 +101,12 @@ def plan_run(
     )
     store.runs.create_run(run, [c.id for c in cases])
     return run, False
+
+
+def _cases_left(store: Store, run_id: str) -> int:
+    """How many of a run's cases are pending or errored (what resuming it would replay)."""
+    counts = store.runs.result_counts(run_id)
+    return counts.get(ResultStatus.PENDING, 0) + counts.get(ResultStatus.ERROR, 0)
 
 
 async def execute_run(
@@ -157,7 +167,9 @@ async def replay(
 ) -> RunRecord:
     """The whole replay job: build the judge and rewriter, plan (or resume) the run, execute it, clean up.
 
-    ``on_plan(run, resumed)`` is called once the run is known, before any case is replayed.
+    ``on_plan(run, resumed)`` is called once the run is known, before any case is replayed. A finished run of
+    the same configuration and cases with every case done is returned as it is (status ``done``), without a
+    call to the target or a model; ``fresh`` starts a new run instead.
     """
     if not settings.judge:
         raise ConfigError(
@@ -173,6 +185,8 @@ async def replay(
             run, resumed = plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh)
             if on_plan:
                 on_plan(run, resumed)
+            if run.status == RunStatus.DONE:
+                return run
             await execute_run(
                 store, writer, run, cases, target, judge, rewriter, settings.concurrency, progress
             )

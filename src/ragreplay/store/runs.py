@@ -21,8 +21,6 @@ from ragreplay.store.schema import (
     to_json,
 )
 
-_UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
-
 
 class RunsRepository(StoreBase):
     """Creating runs, tracking their status and saving each case's result as it completes."""
@@ -63,12 +61,12 @@ class RunsRepository(StoreBase):
         with self._read() as conn:
             return [status_config_record(RunRecord, r) for r in conn.execute(query)]
 
-    def find_unfinished_run(self, config_hash: str, dataset_hash: str) -> RunRecord | None:
-        """The newest ``running`` or ``interrupted`` run of this configuration on this dataset, to resume."""
+    def find_latest_run(self, config_hash: str, dataset_hash: str) -> RunRecord | None:
+        """The newest run of this configuration on this dataset that did not fail: to resume or re-show."""
         query = (
             select(runs)
             .where(runs.c.config_hash == config_hash, runs.c.dataset_hash == dataset_hash)
-            .where(runs.c.status.in_(_UNFINISHED))
+            .where(runs.c.status != RunStatus.FAILED.value)
             .order_by(runs.c.created_at.desc(), runs.c.id.desc())
             .limit(1)
         )
