@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import EXIT_CODES, GatePolicy
 from ragreplay.core.regset import SetItem
 from ragreplay.core.sequential import SequentialPlan
@@ -32,6 +33,7 @@ from ragreplay.judges.build import default_fit_judge
 from ragreplay.providers.pricing import price_table
 from ragreplay.report.gate import GATE_FORMATS, render_gate, render_gate_markdown
 from ragreplay.review.calibration import calibration_report
+from ragreplay.review.failure_tags import question_failure_tags
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.gates import GateRecord
@@ -131,10 +133,20 @@ class SpendCheck:
         )
 
 
+def _failure_tags(store: Store, report: GateReport) -> FailureTags:
+    """The failure tags reviewers gave the gate's questions."""
+    return question_failure_tags(store, (o.key for o in report.outcomes))
+
+
 def _emit(
-    report: GateReport, fmt: str, output: Path | None, junit: Path | None, comment: Path | None
+    report: GateReport,
+    fmt: str,
+    output: Path | None,
+    junit: Path | None,
+    comment: Path | None,
+    failure_tags: FailureTags | None = None,
 ) -> None:
-    text = render_gate(report, fmt)
+    text = render_gate(report, fmt, failure_tags)
     if output is not None:
         output.write_text(text, encoding="utf-8")
         err_console.print(f"report written to {output}", highlight=False)
@@ -143,7 +155,7 @@ def _emit(
     if junit is not None:
         junit.write_text(render_gate(report, "junit"), encoding="utf-8")
     if comment is not None:
-        comment.write_text(render_gate_markdown(report), encoding="utf-8")
+        comment.write_text(render_gate_markdown(report, failure_tags), encoding="utf-8")
 
 
 def _calibration_line(store: Store) -> None:
@@ -247,9 +259,10 @@ def gate(
                 )
             )
             _calibration_line(store)
+            failure_tags = _failure_tags(store, report)
     except RagreplayError as exc:
         raise _could_not_run(exc) from None
-    _emit(report, fmt, output, junit, comment)
+    _emit(report, fmt, output, junit, comment, failure_tags)
     raise typer.Exit(report.verdict.exit_code)
 
 
@@ -266,9 +279,10 @@ def gate_report(
         settings = settings_from(config, db=db)
         with open_store(settings.db) as store:
             report = stored_report(store, gate_id)
+            failure_tags = _failure_tags(store, report)
     except RagreplayError as exc:  # 3, like the gate: a 2 would read as inconclusive
         raise _could_not_run(exc) from None
-    sys.stdout.write(render_gate(report, fmt))
+    sys.stdout.write(render_gate(report, fmt, failure_tags))
     raise typer.Exit(report.verdict.exit_code)
 
 

@@ -14,11 +14,12 @@ from ragreplay.errors import ConfigError
 from ragreplay.replay.replay_run import summarize_run
 from ragreplay.report import FORMATS, render
 from ragreplay.report.terminal import build_renderable
+from ragreplay.review.failure_tags import with_run_failure_tags
 
 
 def report(
     run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of it")],
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout")
     ] = None,
@@ -26,12 +27,13 @@ def report(
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file")] = None,
 ) -> None:
-    """Show a run's verdict matrix, rates with intervals, per-tag rows and the cases to review."""
+    """Show a run's verdict matrix, rates with intervals, per-tag rows, the failure tags reviewers gave its
+    cases and the cases to review."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        summary = summarize_run(store, run_id)
+        summary = with_run_failure_tags(store, summarize_run(store, run_id))
     if output is not None:
         output.write_text(render(summary, fmt, examples), encoding="utf-8")
         console.print(f"report written to {output}")

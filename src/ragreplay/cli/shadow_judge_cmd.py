@@ -19,6 +19,7 @@ from ragreplay.judges.position import OrderMode
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.report.compare_json import FORMATS, render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
+from ragreplay.review.failure_tags import with_shadow_failure_tags
 from ragreplay.settings import Settings
 from ragreplay.shadow.judging import (
     ShadowJudges,
@@ -122,14 +123,15 @@ def report(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """The champion-vs-challenger grid of the judged shadow rows: agreement, preference, consistency,
-    latency, cost, per tag and, where users rated the champion's answer, the GOOD/BAD verdict matrix.
+    latency, cost, per tag, the failure tags reviewers gave each challenger's rows and, where users rated the
+    champion's answer, the GOOD/BAD verdict matrix.
     Calls no model: run `ragreplay shadow judge` first."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     start = parse_since(since)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        summary = stored_shadow_summary(store, start)
+        summary = with_shadow_failure_tags(store, stored_shadow_summary(store, start))
     if not summary.rows:
         err_console.print(
             f"no judged shadow rows since {since}: run `ragreplay shadow judge --since {since}` first",

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragreplay.compare.checks import same_family_warnings
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow, PositionFigures, summarize_challenger
+from ragreplay.core.failure_tags import FailureTags
 from ragreplay.judges.position import OrderMode, PairOutcome, position_stats
 
 
@@ -28,6 +29,9 @@ class ComparisonSummary(BaseModel):
     n_cases: int
     warnings: list[str]
     rows: list[CompareRow]
+    failure_tags: dict[str, FailureTags] | None = None
+    """Per challenger, the failure tags reviewers gave its rows (the shadow report); ``None`` when not looked
+    up (a comparison on labelled cases has no reviews)."""
 
 
 def build_summary(

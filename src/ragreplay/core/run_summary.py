@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord
 from ragreplay.core.stats import rate
 from ragreplay.core.types import Case, Feedback, Fit, SkipReason, Verdict
@@ -116,6 +117,8 @@ class RunSummary(BaseModel):
     latency_p95_ms: float | None
     warnings: list[str]
     cases: list[CaseRow]
+    failure_tags: FailureTags | None = None
+    """The failure tags reviewers gave this run's cases; ``None`` when not looked up."""
 
     def rows(self, verdict: Verdict) -> list[CaseRow]:
         """The cases with ``verdict``."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
+from ragreplay.report.failure_tags import failure_tags_markdown
 from ragreplay.report.labels import md_text
 
 
@@ -14,7 +15,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_comparison_markdown(summary: ComparisonSummary) -> str:
-    """Header, grid, per-tag table and warnings as a Markdown document."""
+    """Header, grid, per-tag table, failure tags from review per challenger (when looked up) and warnings as a
+    Markdown document."""
     lines = [
         f"# Comparison: {summary.champion} (champion) vs {', '.join(s.name for s in summary.challengers)}",
         "",
@@ -25,6 +27,8 @@ def render_comparison_markdown(summary: ComparisonSummary) -> str:
     lines += _table(["figure", *(s.name for s in summary.challengers)], grid)
     lines += ["", "## By tag", ""]
     lines += _table(list(TAG_COLUMNS), tag_rows(summary))
+    for name, ft in (summary.failure_tags or {}).items():
+        lines += ["", f"## Failure tags from review: {md_text(name)}", "", *failure_tags_markdown(ft)]
     if summary.warnings:
         lines += ["", "## Warnings", ""]
         lines += [f"- {md_text(w)}" for w in summary.warnings]

@@ -9,10 +9,12 @@ from rich.text import Text
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
+from ragreplay.report.failure_tags import failure_tags_renderable
 
 
 def build_comparison_renderable(summary: ComparisonSummary) -> Group:
-    """Header, the champion-vs-challengers grid, the per-tag table and the warnings."""
+    """Header, the champion-vs-challengers grid, the per-tag table, the failure tags from review per challenger
+    (when looked up) and the warnings."""
     parts: list[RenderableType] = []
     head = Table(show_header=False, box=None)
     head.add_column(style="bold")
@@ -33,6 +35,8 @@ def build_comparison_renderable(summary: ComparisonSummary) -> Group:
     for row in tag_rows(summary):
         tags.add_row(*(escape(c) for c in row))
     parts.append(tags)
+    for name, ft in (summary.failure_tags or {}).items():
+        parts.append(failure_tags_renderable(ft, f"Failure tags from review, {name}"))
     if summary.warnings:
         parts.append(Text("warnings", style="bold yellow"))
         parts.extend(Text(f"- {w}", style="yellow") for w in summary.warnings)

@@ -6,9 +6,11 @@ import json
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import Bar
 from ragreplay.gate.run import GateReport
-from ragreplay.report.labels import md_text
+from ragreplay.report.failure_tags import failure_tags_markdown
+from ragreplay.report.labels import failure_tag_rows, failure_tags_head, md_text
 
 GATE_FORMATS = ("text", "md", "json", "junit")
 COMMENT_MARKER = "<!-- ragreplay-gate -->"
@@ -61,8 +63,16 @@ def _question(report: GateReport, key: str) -> str:
     return text if len(text) <= 100 else text[:99] + "…"
 
 
-def render_gate_text(report: GateReport) -> str:
-    """The terminal report: headline, one line per bar, reasons and the cases to look at."""
+def _failure_tag_lines(ft: FailureTags) -> list[str]:
+    lines = [f"failure tags reviewers gave these questions: {failure_tags_head(ft)}"]
+    return lines + [
+        f"  {tag:<28} {items:>4} item(s), {reviews} review(s)" for tag, items, reviews in failure_tag_rows(ft)
+    ]
+
+
+def render_gate_text(report: GateReport, failure_tags: FailureTags | None = None) -> str:
+    """The terminal report: headline, one line per bar, reasons, the cases to look at and (when given) the
+    failure tags reviewers gave the set's questions."""
     v = report.verdict
     config = report.gate.config
     lines = [
@@ -84,11 +94,14 @@ def render_gate_text(report: GateReport) -> str:
             lines += [f"  {key}  {_question(report, key)}" for key in bar.listed[:20]]
             if len(bar.listed) > 20:
                 lines.append(f"  ... and {len(bar.listed) - 20} more (--format json lists all)")
+    if failure_tags is not None:
+        lines += ["", *_failure_tag_lines(failure_tags)]
     return "\n".join(lines) + "\n"
 
 
-def render_gate_markdown(report: GateReport) -> str:
-    """Markdown, usable as the pull-request comment (it starts with :data:`COMMENT_MARKER`)."""
+def render_gate_markdown(report: GateReport, failure_tags: FailureTags | None = None) -> str:
+    """Markdown, usable as the pull-request comment (it starts with :data:`COMMENT_MARKER`); with
+    ``failure_tags``, those reviewers gave the set's questions."""
     v = report.verdict
     config = report.gate.config
     out = [
@@ -119,11 +132,19 @@ def render_gate_markdown(report: GateReport) -> str:
             out += ["", f"<details><summary>{_LISTED[bar.name]} ({len(bar.listed)})</summary>", ""]
             out += [f"- `{key}` {md_text(_question(report, key))}" for key in bar.listed[:50]]
             out += ["", "</details>"]
+    if failure_tags is not None:
+        out += [
+            "",
+            "### Failure tags reviewers gave these questions",
+            "",
+            *failure_tags_markdown(failure_tags),
+        ]
     return "\n".join(out) + "\n"
 
 
-def gate_json(report: GateReport) -> dict[str, Any]:
-    """Everything a script needs: the decision, exit code, bars, policy, and every item's outcome."""
+def gate_json(report: GateReport, failure_tags: FailureTags | None = None) -> dict[str, Any]:
+    """Everything a script needs: the decision, exit code, bars, policy, every item's outcome and (``null``
+    when not looked up) the failure tags reviewers gave the set's questions."""
     return {
         "gate": report.gate.model_dump(mode="json", exclude={"verdict"}),
         "set": {"id": report.regset.id, "version": report.regset.version},
@@ -133,6 +154,7 @@ def gate_json(report: GateReport) -> dict[str, Any]:
         "policy": report.policy.model_dump(mode="json"),
         "local_judge": report.local_judge,
         "cost_usd": report.cost_usd,
+        "failure_tags": None if failure_tags is None else failure_tags.model_dump(mode="json"),
         "items": [
             {
                 **o.model_dump(mode="json"),
@@ -170,14 +192,14 @@ def render_gate_junit(report: GateReport) -> str:
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def render_gate(report: GateReport, fmt: str) -> str:
-    """The report in ``fmt`` (one of :data:`GATE_FORMATS`)."""
+def render_gate(report: GateReport, fmt: str, failure_tags: FailureTags | None = None) -> str:
+    """The report in ``fmt`` (one of :data:`GATE_FORMATS`); ``failure_tags`` go in every format but JUnit."""
     if fmt == "text":
-        return render_gate_text(report)
+        return render_gate_text(report, failure_tags)
     if fmt == "md":
-        return render_gate_markdown(report)
+        return render_gate_markdown(report, failure_tags)
     if fmt == "json":
-        return json.dumps(gate_json(report), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(gate_json(report, failure_tags), indent=2, ensure_ascii=False) + "\n"
     if fmt == "junit":
         return render_gate_junit(report)
     raise ValueError(f"unknown gate format {fmt!r}")

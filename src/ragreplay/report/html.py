@@ -9,6 +9,8 @@ from ragreplay.core.types import Verdict
 from ragreplay.report.labels import (
     RATE_LABELS,
     VERDICT_MEANING,
+    failure_tag_rows,
+    failure_tags_head,
     header_lines,
     judge_caveat,
     pct,
@@ -45,5 +47,8 @@ def render_html(summary: RunSummary, examples: int | None = None) -> str:
             rates=rates,
             judge_note=judge_note,
             cases=cases,
+            failure_tags=None
+            if summary.failure_tags is None
+            else (failure_tags_head(summary.failure_tags), failure_tag_rows(summary.failure_tags)),
         )
     )

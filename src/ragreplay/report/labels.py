@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.run_summary import RateValue, RunSummary, VerdictRates
 from ragreplay.core.types import Verdict
 
@@ -100,3 +101,26 @@ def md_text(text: str) -> str:
     renderer shows the text as written and runs nothing; our own figures (``54.5% [38.0%-70.2%]``) are unchanged."""
     one_line = " ".join(text.split())
     return one_line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(")
+
+
+NO_REVIEWS = "no reviews yet"
+SIMULATED_NOTE = "simulated reviewers: the demo's ground truth, not people"
+
+
+def failure_tags_head(ft: FailureTags) -> str:
+    """What stands behind the failure-tag figures: ``5 reviews of 4 items``, ``no reviews yet``, and when any
+    reviewer was simulated, how many of the reviews were and that they are not people."""
+    if ft.reviews == 0:
+        return NO_REVIEWS
+    head = f"{ft.reviews} review(s) of {ft.items} item(s)"
+    if not ft.tags:
+        head += ", no failure tag given"
+    if ft.simulated_reviews:
+        share = "all" if ft.simulated_reviews == ft.reviews else f"{ft.simulated_reviews} of them"
+        head += f"; {share} by {SIMULATED_NOTE}"
+    return head
+
+
+def failure_tag_rows(ft: FailureTags) -> list[tuple[str, str, str]]:
+    """One ``(tag, items, reviews)`` row per failure tag, most frequent first."""
+    return [(c.tag, str(c.items), str(c.reviews)) for c in ft.tags]

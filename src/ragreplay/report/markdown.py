@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragreplay.core.run_summary import CaseRow, RunSummary
 from ragreplay.core.types import Verdict
+from ragreplay.report.failure_tags import failure_tags_markdown
 from ragreplay.report.labels import (
     RATE_LABELS,
     VERDICT_MEANING,
@@ -79,6 +80,8 @@ def render_markdown(s: RunSummary, examples: int = 10) -> str:
             f"{rate_text(t.rates.bad_change)} | {t.unscorable} | {t.errors} |"
             for t in s.by_tag
         ]
+    if s.failure_tags is not None:
+        lines += ["", "## Failure tags from review", "", *failure_tags_markdown(s.failure_tags)]
     if s.skipped:
         lines += ["", "## Skipped at ingest", "", "| reason | messages |", "|---|---:|"]
         lines += [f"| {reason} | {n} |" for reason, n in sorted(s.skipped.items())]

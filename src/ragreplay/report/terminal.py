@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from ragreplay.core.run_summary import CaseRow, RunSummary
 from ragreplay.core.types import Verdict
+from ragreplay.report.failure_tags import failure_tags_renderable
 from ragreplay.report.labels import (
     RATE_LABELS,
     VERDICT_MEANING,
@@ -44,7 +45,7 @@ def _cases_table(title: str, rows: list[CaseRow], limit: int) -> Table:
 
 def build_renderable(s: RunSummary, examples: int = 5) -> Group:
     """The report as rich renderables, for printing to a live console."""
-    parts: list[Table | Text] = []
+    parts: list[RenderableType] = []
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
@@ -84,6 +85,8 @@ def build_renderable(s: RunSummary, examples: int = 5) -> Group:
                 str(t.errors),
             )
         parts.append(tags)
+    if s.failure_tags is not None:
+        parts.append(failure_tags_renderable(s.failure_tags))
     if s.skipped:
         skipped = Table(title="Skipped at ingest")
         skipped.add_column("reason")
