@@ -21,3 +21,20 @@ def test_nested_values_keys_included_and_untouched_values_returned_as_is() -> No
     }
     clean = {"a": ["b", ("c",)], "n": None}
     assert storable(clean) == (clean, 0) and storable(clean)[0] is clean
+
+
+def test_the_ascii_fast_path_agrees_with_the_general_rule() -> None:
+    import re
+
+    rule = re.compile("[\x00\ud800-\udfff]")
+    for text in [
+        "",
+        "plain",
+        "a\x00b\x00",
+        "\x00",
+        "caf\u00e9\x00",
+        "\ud800x\x00",
+        "ok \u4e2d\u6587",
+        "\udfff",
+    ]:
+        assert storable_text(text) == rule.subn("\ufffd", text), repr(text)

@@ -8,7 +8,7 @@ from ragreplay.core.ids import case_id
 from ragreplay.core.types import Case, Conversation, Message, RetrievedChunk, Role, Skip, SkipReason
 
 
-def extract_cases(conv: Conversation) -> tuple[list[Case], list[Skip]]:
+def extract_cases(conv: Conversation, with_history: bool = True) -> tuple[list[Case], list[Skip]]:
     """Split ``conv`` into the cases it yields and the messages it skips, each skip with its reason.
 
     An AI message answers the nearest human message before it that no earlier AI message has answered yet
@@ -25,8 +25,11 @@ def extract_cases(conv: Conversation) -> tuple[list[Case], list[Skip]]:
     So ``len(cases) + len(skips) == len(messages) - (human messages without feedback)``.
 
     A case's history is every human and AI message before its query (system and tool messages dropped); its
-    timestamp is the AI message's, else the query's; tags and user id come from the conversation.
+    timestamp is the AI message's, else the query's; tags and user id come from the conversation. With
+    ``with_history=False`` every case's history is left empty (:class:`Dialogue` gives it back), so a
+    conversation of n messages costs O(n), not O(n^2), to extract and to store.
     """
+    dialogue = Dialogue(conv) if with_history else None
     cases: list[Case] = []
     skips: list[Skip] = []
     seen_human = False
@@ -58,11 +61,11 @@ def extract_cases(conv: Conversation) -> tuple[list[Case], list[Skip]]:
         elif not conv.messages[query_index].content.strip():
             skip(index, SkipReason.EMPTY_QUERY)
         else:
-            cases.append(_make_case(conv, index, query_index))
+            cases.append(_make_case(conv, index, query_index, dialogue))
     return cases, skips
 
 
-def _make_case(conv: Conversation, answer_index: int, query_index: int) -> Case:
+def _make_case(conv: Conversation, answer_index: int, query_index: int, dialogue: Dialogue | None) -> Case:
     answer = conv.messages[answer_index]
     query = conv.messages[query_index]
     assert answer.feedback is not None  # checked by the caller
@@ -71,7 +74,7 @@ def _make_case(conv: Conversation, answer_index: int, query_index: int) -> Case:
         conversation_id=conv.id,
         turn_index=answer_index,
         query=query.content,
-        history=_dialogue(conv.messages[:query_index]),
+        history=() if dialogue is None else dialogue.history(answer_index),
         old_answer=answer.content,
         feedback=answer.feedback,
         retrieved=answer.retrieved,
@@ -81,8 +84,35 @@ def _make_case(conv: Conversation, answer_index: int, query_index: int) -> Case:
     )
 
 
-def _dialogue(messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    return tuple(m for m in messages if m.role in (Role.HUMAN, Role.AI))
+_DIALOGUE_ROLES = (Role.HUMAN, Role.AI)
+
+
+class Dialogue:
+    """The human and AI messages of a conversation (system and tool messages dropped), and where the history
+    of the case answered at any message index ends: the one rule for a case's history.
+
+    The history of the case whose answer is message ``i`` is every dialogue message before its question; the
+    question is the last dialogue message before ``i`` (only system or tool messages can sit between a
+    question and its answer), so the history is the dialogue before ``i`` less one message.
+    """
+
+    def __init__(self, conv: Conversation) -> None:
+        kept: list[Message] = []
+        before = [0]
+        for message in conv.messages:
+            if message.role in _DIALOGUE_ROLES:
+                kept.append(message)
+            before.append(len(kept))
+        self.messages: tuple[Message, ...] = tuple(kept)
+        self._before = before
+
+    def history_length(self, answer_index: int) -> int:
+        """How many dialogue messages the history of the case answered at ``answer_index`` holds."""
+        return max(self._before[answer_index] - 1, 0)
+
+    def history(self, answer_index: int) -> tuple[Message, ...]:
+        """The history of the case answered at ``answer_index``."""
+        return self.messages[: self.history_length(answer_index)]
 
 
 class AnsweredTurn(BaseModel):

@@ -131,7 +131,7 @@ def _count(
 ) -> Tally:
     tally = Tally()
     for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
-        tally.add(conv, *extract_cases(conv))
+        tally.add(conv, *extract_cases(conv, with_history=False))
     return tally
 
 
@@ -180,7 +180,8 @@ def ingest_file(
 
     def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
         for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, before.st_size)):
-            cases, skips = extract_cases(conv)
+            # the store keeps each conversation's dialogue once, so the cases need not carry their history
+            cases, skips = extract_cases(conv, with_history=False)
             tally.add(conv, cases, skips)
             yield conv, cases, skips
         after = path.stat()

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import Connection, Row, func, select, tuple_, update
 
+from ragreplay.core.extract import Dialogue
 from ragreplay.core.runs import SourceRecord
-from ragreplay.core.types import Case, Conversation, Skip, SkipReason
+from ragreplay.core.types import Case, Conversation, Message, Skip, SkipReason
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
-from ragreplay.store.schema import cases, conversations, skips, sources, to_json
+from ragreplay.store.schema import cases, conversations, dialogues, skips, sources
+
+_MESSAGES = TypeAdapter(tuple[Message, ...])
 
 
 class _IngestBatch:
@@ -19,34 +24,50 @@ class _IngestBatch:
     def __init__(self, source_id: str) -> None:
         self.source_id = source_id
         self.conversations: dict[str, dict[str, Any]] = {}
+        self.dialogues: dict[str, dict[str, Any]] = {}
         self.cases: dict[str, dict[str, Any]] = {}
         self.skips: dict[tuple[str, int], dict[str, Any]] = {}
 
     def __len__(self) -> int:
-        return len(self.conversations) + len(self.cases) + len(self.skips)
+        return len(self.conversations) + len(self.dialogues) + len(self.cases) + len(self.skips)
 
     def add(self, conversation: Conversation, new_cases: Sequence[Case], new_skips: Sequence[Skip]) -> None:
-        """Queue one conversation with its cases and skips."""
+        """Queue one conversation with its cases and skips.
+
+        The cases' histories are not stored with them: the conversation's dialogue is stored once (by the
+        hash of its content, so a later, longer export of the conversation does not change what an earlier
+        case saw) and each case keeps how much of it is its history. A case may come with its history or
+        without it (``extract_cases(..., with_history=False)``); either way it is the dialogue's.
+        """
         # A conversation seen twice keeps its last version; a case its first (as the database would).
         self.conversations[conversation.id] = {
             "id": conversation.id,
             "source_id": self.source_id,
             "user_id": conversation.user_id,
             "n_messages": len(conversation.messages),
-            "data": to_json(conversation),
+            "data": conversation.model_dump_json(),
         }
-        for case in new_cases:
-            self.cases.setdefault(
-                case.id,
-                {
+        if new_cases:
+            dialogue = Dialogue(conversation)
+            dialogue_id = self._add_dialogue(dialogue) if dialogue.messages else None
+            for case in new_cases:
+                if case.id in self.cases:
+                    continue
+                history_len = dialogue.history_length(case.turn_index)
+                if case.history and len(case.history) != history_len:
+                    raise ValueError(f"case {case.id}: its history is not its conversation's dialogue")
+                light = case.model_copy(update={"history": ()}) if case.history else case
+                self.cases[case.id] = {
                     "id": case.id,
                     "source_id": self.source_id,
                     "conversation_id": case.conversation_id,
                     "turn_index": case.turn_index,
                     "feedback": case.feedback.value,
-                    "data": to_json(case),
-                },
-            )
+                    "data": light.model_dump_json(),
+                    # a case without history needs no dialogue (and reads like a row from before them)
+                    "dialogue_id": dialogue_id if history_len else None,
+                    "history_len": history_len,
+                }
         for skip in new_skips:
             self.skips[(skip.conversation_id, skip.message_index)] = {
                 "source_id": self.source_id,
@@ -54,6 +75,13 @@ class _IngestBatch:
                 "message_index": skip.message_index,
                 "reason": skip.reason.value,
             }
+
+    def _add_dialogue(self, dialogue: Dialogue) -> str:
+        data = _MESSAGES.dump_json(dialogue.messages)
+        dialogue_id = "dlg_" + hashlib.sha256(data).hexdigest()[:32]
+        row = {"id": dialogue_id, "n_messages": len(dialogue.messages), "data": data.decode("utf-8")}
+        self.dialogues.setdefault(dialogue_id, row)
+        return dialogue_id
 
 
 class CasesRepository(StoreBase):
@@ -97,9 +125,11 @@ class CasesRepository(StoreBase):
         return _source(stored)
 
     def _flush(self, conn: Connection, batch: _IngestBatch) -> None:
-        # Conversations first: cases refer to them.
+        # Conversations and dialogues first: cases refer to them.
         if batch.conversations:
             conn.execute(self._upsert(conversations, ["id"]), list(batch.conversations.values()))
+        if batch.dialogues:
+            conn.execute(self._insert_ignore(dialogues, ["id"]), list(batch.dialogues.values()))
         if batch.cases:
             conn.execute(self._insert_ignore(cases, ["id"]), list(batch.cases.values()))
         if batch.skips:
@@ -138,16 +168,20 @@ class CasesRepository(StoreBase):
         """
         order = (cases.c.conversation_id, cases.c.turn_index, cases.c.id)
         after: tuple[Any, ...] | None = None
+        parsed: dict[str, tuple[Message, ...]] = {}
         while True:
-            query = select(*order, cases.c.data).order_by(*order).limit(BATCH_SIZE)
+            query = select(*order, *_CASE_COLUMNS).order_by(*order).limit(BATCH_SIZE)
             if source_ids is not None:
                 query = query.where(cases.c.source_id.in_(list(source_ids)))
             if after is not None:
                 query = query.where(tuple_(*order) > tuple_(*after))
             with self._read() as conn:
                 rows = conn.execute(query).all()
-            for row in rows:
-                case = Case.model_validate_json(row.data)
+                found = _cases_of(conn, rows, parsed)
+            # rows come by conversation: only the last page's last dialogue can be needed again
+            last = rows[-1].dialogue_id if rows else None
+            parsed = {last: parsed[last]} if last in parsed else {}
+            for case in found:
                 if not tags or all(case.tags.get(k) == v for k, v in tags.items()):
                     yield case
             if len(rows) < BATCH_SIZE:
@@ -164,8 +198,8 @@ class CasesRepository(StoreBase):
         found: dict[str, Case] = {}
         with self._read() as conn:
             for chunk in chunked(list(dict.fromkeys(case_ids))):
-                rows = conn.execute(select(cases.c.id, cases.c.data).where(cases.c.id.in_(chunk)))
-                found.update((r.id, Case.model_validate_json(r.data)) for r in rows)
+                rows = conn.execute(select(*_CASE_COLUMNS).where(cases.c.id.in_(chunk))).all()
+                found.update((c.id, c) for c in _cases_of(conn, rows))
         return found
 
     def skip_counts(self, source_ids: Sequence[str] | None = None) -> dict[SkipReason, int]:
@@ -176,6 +210,30 @@ class CasesRepository(StoreBase):
         with self._read() as conn:
             rows = conn.execute(query).all()
         return {SkipReason(reason): int(n) for reason, n in rows}
+
+
+_CASE_COLUMNS = (cases.c.data, cases.c.dialogue_id, cases.c.history_len)
+
+
+def _cases_of(
+    conn: Connection, rows: Sequence[Any], parsed: dict[str, tuple[Message, ...]] | None = None
+) -> list[Case]:
+    """The cases of ``rows`` (selected with ``_CASE_COLUMNS``), each dialogue read and parsed once; ``parsed``
+    keeps the dialogues already parsed (a long conversation's cases span many pages)."""
+    messages = parsed if parsed is not None else {}
+    wanted = sorted({r.dialogue_id for r in rows if r.dialogue_id is not None} - messages.keys())
+    for chunk in chunked(wanted):
+        for d in conn.execute(select(dialogues.c.id, dialogues.c.data).where(dialogues.c.id.in_(chunk))):
+            messages[d.id] = _MESSAGES.validate_json(d.data)
+    found = []
+    for row in rows:
+        case = Case.model_validate_json(row.data)
+        if row.dialogue_id is not None:  # rows stored before migration 13 hold their history in ``data``
+            history = messages[row.dialogue_id][: row.history_len]
+            # the history is validated already; model_copy would copy it again, for every case
+            case = Case.model_construct(case.model_fields_set, **{**case.__dict__, "history": history})
+        found.append(case)
+    return found
 
 
 def _source(row: Row[Any]) -> SourceRecord:

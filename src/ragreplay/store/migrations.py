@@ -484,6 +484,7 @@ def m011_review_sessions(conn: Connection) -> None:
     )
     md.create_all(conn)
 
+
 @migration(12)
 def m012_judge_versions(conn: Connection) -> None:
     """Judgments of review items keyed by judge version (queue, item key, version; the decision as JSON), so a
@@ -521,3 +522,22 @@ def m012_judge_versions(conn: Connection) -> None:
         Index("ix_calibration_history_version_time", "judge_version", "computed_at"),
     )
     md.create_all(conn)
+
+
+@migration(13)
+def m013_dialogues(conn: Connection) -> None:
+    """A conversation's dialogue stored once, not again with every case: ``dialogues`` holds each dialogue (the
+    human and AI messages, keyed by the hash of their content) and a case names its dialogue and how many of its
+    messages are its history. Cases stored before keep their history in ``data`` (``dialogue_id`` NULL)."""
+    md = MetaData()
+    Table(
+        "dialogues",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("n_messages", Integer, nullable=False),
+        Column("data", Text, nullable=False),
+    )
+    md.create_all(conn)
+    collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""  # as every id column (schema.Id)
+    conn.execute(text(f"ALTER TABLE cases ADD COLUMN dialogue_id TEXT{collate}"))
+    conn.execute(text("ALTER TABLE cases ADD COLUMN history_len INTEGER"))

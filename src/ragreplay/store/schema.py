@@ -137,6 +137,16 @@ cases = Table(
     Column("turn_index", Integer, nullable=False),
     Column("feedback", StorableText, nullable=False),
     Column("data", StorableText, nullable=False),
+    Column("dialogue_id", Id),
+    Column("history_len", Integer),
+)
+
+dialogues = Table(
+    "dialogues",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("n_messages", Integer, nullable=False),
+    Column("data", StorableText, nullable=False),
 )
 
 skips = Table(
