@@ -8,6 +8,7 @@ import typer
 from rich.text import Text
 
 from ragreplay.cli import (
+    calibration_cmd,
     compare_cmd,
     demo_cmd,
     gate_cmd,
@@ -60,7 +61,7 @@ shadow_cmd.shadow_app.command(name="demo")(shadow_demo_cmd.demo)
 app.add_typer(shadow_cmd.shadow_app, name="shadow")
 app.add_typer(regset_cmd.regset_app, name="regset")
 app.add_typer(review_cmd.review_app, name="review")
-app.command()(review_cmd.calibration)
+app.add_typer(calibration_cmd.calibration_app, name="calibration")
 
 
 def main(argv: list[str] | None = None) -> int:

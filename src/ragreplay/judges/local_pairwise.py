@@ -34,8 +34,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ragreplay.core.ids import content_hash
-from ragreplay.core.pairwise import AxisScores, PairwiseJudgment, PairwiseSide, Winner
+from ragreplay.core.ids import canonical_json, content_hash
+from ragreplay.core.pairwise import DEFAULT_AXIS_NAMES, AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.judges.local_pairwise_signals import PairSignals, SideSignals, pair_signals
 from ragreplay.local.embeddings import get_embedder
@@ -280,6 +280,16 @@ class LocalPairwiseJudge:
     def prompt_version(self) -> str:
         """``local-pairwise-1.<hash of the model JSON>``: a refit model is a new version."""
         return self._version
+
+    @property
+    def prompt_text(self) -> str:
+        """What stands for a prompt: the fitted model, as canonical JSON (weights, cut points, embedder)."""
+        return canonical_json(asdict(self.model))
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """The four default axes it scores."""
+        return DEFAULT_AXIS_NAMES
 
     def signals(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairSignals:
         """Both sides' signals and the answers' similarity (blocking: embeds the texts)."""

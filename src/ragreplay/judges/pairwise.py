@@ -199,6 +199,16 @@ class LLMPairwiseJudge:
         """``pairwise-1.<hash of the prompt text and axes>``."""
         return self._version
 
+    @property
+    def prompt_text(self) -> str:
+        """The prompt templates as sent (the system prompt with its axes, then the user template)."""
+        return self.system_prompt + "\n" + PAIRWISE_USER_TEMPLATE
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """The names of the axes scored."""
+        return tuple(a.name for a in self.axes)
+
     def request(self, question: str, a: PairwiseSide, b: PairwiseSide) -> ChatRequest:
         """The chat request that asks the model to compare ``a`` (shown as A) with ``b`` (shown as B)."""
         user = PAIRWISE_USER_TEMPLATE.format(

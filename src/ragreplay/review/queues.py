@@ -42,8 +42,8 @@ def _shadow_side(answer: ShadowAnswer) -> ReviewSide:
 
 
 def judge_decision(record: ShadowJudgmentRecord) -> JudgeDecision:
-    """A stored shadow judgment in champion/challenger terms; axis scores from the ordering that showed the
-    champion first (else the first ordering judged)."""
+    """A stored shadow judgment in champion/challenger terms, keyed by the judge version it recorded; axis scores
+    from the ordering that showed the champion first (else the first ordering judged)."""
     scores_champion: dict[str, int] = {}
     scores_challenger: dict[str, int] = {}
     outcome = record.payload.get("outcome")
@@ -61,6 +61,7 @@ def judge_decision(record: ShadowJudgmentRecord) -> JudgeDecision:
         winner=None if record.winner is None or record.error else _WINNERS[record.winner],
         scores_champion=scores_champion,
         scores_challenger=scores_challenger,
+        judge_version=record.payload.get("judge_version"),
     )
 
 

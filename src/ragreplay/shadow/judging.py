@@ -28,6 +28,7 @@ from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.jobs.runner import JobPlan, Progress, run_job
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
+from ragreplay.judges.version import version_of
 from ragreplay.ports import Judge, PairwiseJudge
 from ragreplay.store import Store
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
@@ -85,7 +86,11 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
         "fit_judge": judges.fit_judge.name,
         "fit_judge_prompt_version": judges.fit_judge.prompt_version,
     }
-    payload: dict[str, Any] = {"order": judges.order, "judge_specs": list(judges.specs)}
+    payload: dict[str, Any] = {
+        "order": judges.order,
+        "judge_specs": list(judges.specs),
+        "judge_version": version_of(judges.pairwise).id,
+    }
     failed = [
         f"{n}: {s.error}"
         for n, s in (("champion", row.champion_answer), (row.challenger, row.challenger_answer))
