@@ -47,6 +47,13 @@ class ReviewSettings(BaseModel):
     min_labels_tag: int | None = Field(
         None, ge=1, description="Labels before a tag's figure can alert [default: where 100% would clear it]"
     )
+    session_hours: float = Field(12.0, gt=0, description="A review screen login lasts this long")
+    session_idle_minutes: float | None = Field(
+        120.0, gt=0, description="A review screen login unused this long ends (null: no idle timeout)"
+    )
+    min_overlap: int = Field(
+        10, ge=1, description="Items two reviewers share before their agreement (kappa, alpha) is shown"
+    )
 
 
 class Settings(BaseModel):

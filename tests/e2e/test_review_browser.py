@@ -56,7 +56,8 @@ def test_an_item_reviewed_by_keyboard_only(served: tuple[str, Store, str, str], 
     assert token not in page.url
     page.goto(f"{base}/review/{queue_id}")
     page.wait_for_selector("#item")
-    assert page.locator("#item").get_attribute("data-key") == "i1"
+    first = page.locator("#item").get_attribute("data-item")
+    assert first and first != "i1" and 'data-key="i1"' not in page.content()  # an opaque handle, not the key
     assert page.evaluate("document.querySelectorAll('img').length") == 0  # the answer's tag is text
     held = store.reviews.next_item_for(queue_id, "ann")
     assert held is not None
@@ -77,7 +78,8 @@ def test_an_item_reviewed_by_keyboard_only(served: tuple[str, Store, str, str], 
     page.keyboard.type("25 days, as the 2024 handbook says")
     page.keyboard.press("Escape")
     page.keyboard.press("Enter")
-    page.wait_for_selector('#item[data-key="i2"]')
+    page.wait_for_selector(f'#item:not([data-item="{first}"])')
+    second = page.locator("#item").get_attribute("data-item")
 
     [stored] = store.reviews.load_reviews(queue_id)
     review = stored.review
@@ -88,11 +90,11 @@ def test_an_item_reviewed_by_keyboard_only(served: tuple[str, Store, str, str], 
     assert review.taxonomy_version == taxonomy().version
 
     page.keyboard.press("Backspace")  # back to the review just made
-    page.wait_for_url(f"**/review/{queue_id}/item/i1")
+    page.wait_for_url(f"**/review/{queue_id}/item/{first}")
     assert page.locator('input[name="choice"][value="B"]').is_checked()
     page.keyboard.press("t")
     page.keyboard.press("Enter")
-    page.wait_for_selector('#item[data-key="i2"]')
+    page.wait_for_selector(f'#item[data-item="{second}"]')
     assert [s.review.choice for s in store.reviews.load_reviews(queue_id)] == ["tie"]
 
     page.keyboard.press("s")

@@ -12,9 +12,10 @@ import pytest
 
 from ragreplay.cli.app import main
 from ragreplay.cli.demo_cmd import demo_data_dir
-from ragreplay.core.review import Review
+from ragreplay.core.review import Review, ReviewItem, ReviewSide
 from ragreplay.core.types import Verdict
 from ragreplay.store import Store
+from ragreplay.store.reviews import StoredReview
 from regset_data import seed_shadow
 
 
@@ -146,3 +147,49 @@ def test_triage_queue_from_a_demo_run(tmp_path: Path, capsys: pytest.CaptureFixt
         items = store.reviews.load_items(queue_id)
     assert len(items) == bad_no_fit > 0
     assert all(i.source == "triage" and i.judge is None for i in items)
+
+
+def test_calibration_shows_reviewer_agreement_only_from_enough_overlap(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Store.open(store_url) as store:
+        items = [
+            ReviewItem(
+                key=f"i{n}",
+                source="calibration",
+                question=f"q{n}",
+                champion=ReviewSide(answer="x"),
+                challenger_side=ReviewSide(answer="y"),
+            )
+            for n in range(4)
+        ]
+        queue = store.reviews.create_queue("calibration", items, k=2)
+        for reviewer, choices in (("ann", "AABA"), ("bob", "ABBA")):
+            store.reviews.save_reviews(
+                [
+                    StoredReview(
+                        queue.id,
+                        Review(reviewer=reviewer, item_key=f"i{n}", a_side="champion", choice=c),
+                    )
+                    for n, c in enumerate(choices)
+                ]
+            )
+    assert main(["calibration", "--db", store_url]) == 0
+    out = out_err(capsys)[0]
+    assert (
+        "reviewers: 4 item(s) with 2+ reviews, Krippendorff's alpha: not enough overlap yet (needs 10)" in out
+    )
+    assert (
+        "ann vs bob: 4 shared, not enough overlap yet (needs 10)" in out
+        and "kappa" not in out.split("reviewers:")[1]
+    )
+    config = tmp_path / "ragreplay.yaml"
+    config.write_text("review:\n  min_overlap: 4\n", encoding="utf-8")
+    assert main(["calibration", "--format", "json", "--db", store_url, "--config", str(config)]) == 0
+    reviewers = json.loads(out_err(capsys)[0])["reviewers"]
+    assert reviewers["min_overlap"] == 4 and reviewers["enough"] is True
+    assert reviewers["pairs"] == [
+        {"a": "ann", "b": "bob", "n": 4, "agree": 3, "kappa": pytest.approx(0.5), "enough": True}
+    ]
+    assert main(["calibration", "--db", store_url, "--config", str(config)]) == 0
+    assert "ann vs bob: 3/4 agree, Cohen's kappa 0.50" in out_err(capsys)[0]

@@ -5,85 +5,18 @@ skip and back, and reservations across two reviewers on k=2 and k=1 queues."""
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from ragreplay.core.review import HistoryTurn, JudgeDecision, ReviewChunk, ReviewItem, ReviewSide, taxonomy
+from ragreplay.core.review import taxonomy
 from ragreplay.review.queues import build_calibration_queue
 from ragreplay.store import Store
-from ragreplay.web import create_app
 from ragreplay.web.app import REVIEW_CSP, SECURITY_HEADERS
 from ragreplay.web.review_pages import COOKIE
 from regset_data import seed_shadow
+from review_web import SCRIPT, SECRETS, app_store, client_for, csrf_of, handle, login, make_item
+from review_web import item_of as key_of
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient
-
-SCRIPT = '<script>alert("owned")</script>'
-SECRETS = (
-    "cfg-zeta-challenger",
-    "row-origin-4711",
-    "judge-omega",
-    "prompt-v-secret",
-    "champion",
-    "challenger",
-)
-
-
-def make_item(key: str, answer_x: str = "", answer_y: str = "") -> ReviewItem:
-    return ReviewItem(
-        key=key,
-        source="calibration",
-        origin="row-origin-4711",
-        challenger="cfg-zeta-challenger",
-        question=f"how many leave days ({key})",
-        history=[HistoryTurn(role="user", content="hello, earlier message")],
-        tags={"dept": "hr"},
-        champion=ReviewSide(
-            answer=answer_x or f"first answer {key}",
-            chunks=[
-                ReviewChunk(id=f"handbook#{key}", text="leave is 25 days", date=datetime(2024, 1, 5).date())
-            ],
-        ),
-        challenger_side=ReviewSide(
-            answer=answer_y or f"second answer {key}", chunks=[ReviewChunk(id=f"policy#{key}")]
-        ),
-        judge=JudgeDecision(judge="judge-omega", prompt_version="prompt-v-secret", winner="challenger"),
-    )
-
-
-@pytest.fixture
-def app_store(store_url: str) -> Iterator[tuple[str, Store]]:
-    store = Store.open(store_url)
-    try:
-        yield store_url, store
-    finally:
-        store.close()
-
-
-def client_for(url: str, **options: object) -> TestClient:
-    return TestClient(create_app(url, cache_s=0, **options), follow_redirects=False)  # type: ignore[arg-type]
-
-
-def login(client: TestClient, token: str) -> None:
-    response = client.get(f"/review?token={token}")
-    assert response.status_code == 303 and response.headers["location"] == "/review"
-
-
-def csrf_of(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert found, "no CSRF field on the page"
-    return found.group(1)
-
-
-def key_of(html: str) -> str:
-    found = re.search(r'name="key" value="([^"]+)"', html)
-    assert found
-    return found.group(1)
+__all__ = ["app_store"]  # the fixture, used by name
 
 
 def test_login_by_link_sets_a_strict_http_only_session_and_nothing_without_it(
@@ -135,7 +68,7 @@ def test_every_post_needs_the_sessions_csrf_token(app_store: tuple[str, Store]) 
         login(client, token)
         page = client.get(f"/review/{queue.id}").text
         for csrf in (None, "", "wrong", csrf_of(page) + "x"):
-            data = {"key": "i1", "choice": "A"} | ({} if csrf is None else {"csrf": csrf})
+            data = {"item": key_of(page), "choice": "A"} | ({} if csrf is None else {"csrf": csrf})
             assert client.post(f"/review/{queue.id}", data=data).status_code == 403
         assert store.reviews.load_reviews(queue.id) == []
         other = store.reviews.add_reviewer("bob")
@@ -143,7 +76,7 @@ def test_every_post_needs_the_sessions_csrf_token(app_store: tuple[str, Store]) 
             login(bobs, other)
             bobs.get(f"/review/{queue.id}")
             # ann's token does not work in bob's session
-            data = {"key": "i1", "choice": "A", "csrf": csrf_of(page)}
+            data = {"item": key_of(page), "choice": "A", "csrf": csrf_of(page)}
             assert bobs.post(f"/review/{queue.id}", data=data).status_code == 403
 
 
@@ -207,12 +140,12 @@ def test_submit_saves_the_review_and_goes_to_the_next_item_then_back_edits(
         page = client.get(f"/review/{queue.id}").text
         assert "stale-table" in page and "wrong-version" in page
         held = store.reviews.next_item_for(queue.id, "ann")
-        assert held is not None and key_of(page) == "i1"
-        missing = client.post(f"/review/{queue.id}", data={"csrf": csrf_of(page), "key": "i1"})
+        assert held is not None and key_of(page) == handle(store, queue.id, "i1")
+        missing = client.post(f"/review/{queue.id}", data={"csrf": csrf_of(page), "item": key_of(page)})
         assert missing.status_code == 400 and "Pick A, B or tie" in missing.text
         form = {
             "csrf": csrf_of(page),
-            "key": "i1",
+            "item": key_of(page),
             "choice": "B",
             "a.groundedness": "2",
             "b.groundedness": "5",
@@ -232,17 +165,19 @@ def test_submit_saves_the_review_and_goes_to_the_next_item_then_back_edits(
         assert review.correct_answer == f"25 days {SCRIPT}"
         assert review.taxonomy_version == taxonomy(["stale-table"]).version and review.shown_at is not None
         nxt = client.get(f"/review/{queue.id}").text
-        assert key_of(nxt) == "i2" and 'id="back" href="/review/' in nxt
-        edit = client.get(f"/review/{queue.id}/item/i1").text
+        i1 = handle(store, queue.id, "i1")
+        assert key_of(nxt) == handle(store, queue.id, "i2")
+        assert f'id="back" href="/review/{queue.id}/item/{i1}"' in nxt
+        edit = client.get(f"/review/{queue.id}/item/{i1}").text
         assert SCRIPT not in edit and "25 days &lt;script&gt;" in edit  # the comment, escaped
         assert 'value="B" data-key="b" checked' in edit and 'id="skip"' not in edit
-        again = client.post(
-            f"/review/{queue.id}/item/i1", data={"csrf": csrf_of(edit), "key": "i1", "choice": "tie"}
-        )
+        again = client.post(f"/review/{queue.id}/item/{i1}", data={"csrf": csrf_of(edit), "choice": "tie"})
         assert again.status_code == 303
         [replaced] = store.reviews.load_reviews(queue.id)
         assert replaced.review.choice == "tie" and replaced.review.a_side == held.a_side
-        skip = client.post(f"/review/{queue.id}", data={"csrf": csrf_of(nxt), "key": "i2", "action": "skip"})
+        skip = client.post(
+            f"/review/{queue.id}", data={"csrf": csrf_of(nxt), "item": key_of(nxt), "action": "skip"}
+        )
         assert skip.status_code == 303
         done = client.get(f"/review/{queue.id}").text
         assert 'id="done"' in done
@@ -259,16 +194,16 @@ def test_two_reviewers_share_items_on_k2_and_never_on_k1(app_store: tuple[str, S
         login(ann, tokens["ann"])
         login(bob, tokens["bob"])
         pa, pb = ann.get(f"/review/{both.id}").text, bob.get(f"/review/{both.id}").text
-        assert key_of(pa) == key_of(pb) == "i1"
+        assert key_of(pa) == key_of(pb) == handle(store, both.id, "i1")
         for client, page in ((ann, pa), (bob, pb)):
-            data = {"csrf": csrf_of(page), "key": "i1", "choice": "A"}
+            data = {"csrf": csrf_of(page), "item": key_of(page), "choice": "A"}
             assert client.post(f"/review/{both.id}", data=data).status_code == 303
         assert sorted(s.review.reviewer for s in store.reviews.load_reviews(both.id)) == ["ann", "bob"]
         assert store.reviews.progress(both.id).complete_items == 1
         qa, qb = ann.get(f"/review/{once.id}").text, bob.get(f"/review/{once.id}").text
-        assert {key_of(qa), key_of(qb)} == {"j1", "j2"}
-        data = {"csrf": csrf_of(qa), "key": key_of(qa), "choice": "A"}
+        assert {key_of(qa), key_of(qb)} == {handle(store, once.id, k) for k in ("j1", "j2")}
+        data = {"csrf": csrf_of(qa), "item": key_of(qa), "choice": "A"}
         assert ann.post(f"/review/{once.id}", data=data).status_code == 303
         assert 'id="done"' in ann.get(f"/review/{once.id}").text  # bob holds the other one
-        stolen = {"csrf": csrf_of(qa), "key": key_of(qb), "choice": "A"}
+        stolen = {"csrf": csrf_of(qa), "item": key_of(qb), "choice": "A"}
         assert ann.post(f"/review/{once.id}", data=stolen).status_code in (403, 409)

@@ -15,6 +15,7 @@ import typer
 from ragreplay.cli.common import err_console, open_store, settings_from
 from ragreplay.core.review import Agreement, AlertPolicy, Taxonomy, taxonomy
 from ragreplay.errors import ConfigError
+from ragreplay.review.agreement import DEFAULT_MIN_OVERLAP
 from ragreplay.review.calibration import CalibrationReport, calibration_report
 from ragreplay.review.queues import (
     DEFAULT_CALIBRATION_SIZE,
@@ -85,8 +86,54 @@ def list_reviewers(
         _say("no reviewer yet: add one with `ragreplay review reviewer add NAME`")
 
 
+def disable_reviewer(
+    name: Annotated[str, typer.Argument(help="The reviewer to disable")],
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+) -> None:
+    """Disable a reviewer: their link stops working and they are logged out of the review screen at once."""
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        if not store.reviews.set_reviewer_disabled(name):
+            raise ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
+    _say(f"reviewer {name!r} disabled and logged out; `ragreplay review reviewer enable {name}` undoes it")
+
+
+def enable_reviewer(
+    name: Annotated[str, typer.Argument(help="The reviewer to enable again")],
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+) -> None:
+    """Enable a disabled reviewer again: their link works again (they log in anew)."""
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        if not store.reviews.set_reviewer_disabled(name, disabled=False):
+            raise ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
+    _say(f"reviewer {name!r} enabled")
+
+
+def rotate_reviewer(
+    name: Annotated[str, typer.Argument(help="The reviewer whose link to replace")],
+    host: Annotated[str, typer.Option(help="Host of the review link")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the review link")] = REVIEW_PORT,
+    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+) -> None:
+    """Give a reviewer a new token link (printed once): the old link stops working and their sessions end."""
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        token = store.reviews.rotate_token(name)
+    if token is None:
+        raise ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
+    sys.stdout.write(f"http://{host}:{port}/review?token={quote(token)}\n")
+    _say(f"reviewer {name!r} has a new link (shown once); the old one and their sessions no longer work")
+
+
 reviewer_app.command(name="add")(add_reviewer)
 reviewer_app.command(name="list")(list_reviewers)
+reviewer_app.command(name="disable")(disable_reviewer)
+reviewer_app.command(name="enable")(enable_reviewer)
+reviewer_app.command(name="rotate")(rotate_reviewer)
 
 
 def _source(value: str) -> tuple[str, str]:
@@ -197,7 +244,7 @@ def _figure(a: Agreement) -> dict[str, Any]:
     }
 
 
-def render_json(report: CalibrationReport) -> str:
+def render_json(report: CalibrationReport, min_overlap: int = DEFAULT_MIN_OVERLAP) -> str:
     cal = report.calibration
     data = {
         "status": cal.status,
@@ -215,8 +262,17 @@ def render_json(report: CalibrationReport) -> str:
         "reviewers": {
             "items": report.reviewers.items,
             "alpha": report.reviewers.alpha,
+            "min_overlap": min_overlap,
+            "enough": report.reviewers.items >= min_overlap,
             "pairs": [
-                {"a": p.a, "b": p.b, "n": p.n, "agree": p.agreement.k, "kappa": p.kappa}
+                {
+                    "a": p.a,
+                    "b": p.b,
+                    "n": p.n,
+                    "agree": p.agreement.k,
+                    "kappa": p.kappa,
+                    "enough": p.n >= min_overlap,
+                }
                 for p in report.reviewers.pairs
             ],
         },
@@ -234,7 +290,7 @@ def _line(a: Agreement) -> str:
     return f"  {a.label:<28} {r.k:>4}/{r.n:<4} {value:>5}  [{r.low:.0%}, {r.high:.0%}]  kappa {kappa}{note}"
 
 
-def render_text(report: CalibrationReport) -> str:
+def render_text(report: CalibrationReport, min_overlap: int = DEFAULT_MIN_OVERLAP) -> str:
     cal = report.calibration
     head = {
         "ok": "calibration: ok",
@@ -260,12 +316,22 @@ def render_text(report: CalibrationReport) -> str:
     )
     ia = report.reviewers
     if ia.items:
-        alpha = "-" if ia.alpha is None else f"{ia.alpha:.2f}"
-        lines.append(f"reviewers: {ia.items} item(s) with 2+ reviews, Krippendorff's alpha {alpha}")
+        lines.append(
+            f"reviewers: {ia.items} item(s) with 2+ reviews, {_alpha(ia.alpha, ia.items, min_overlap)}"
+        )
         for p in ia.pairs:
+            if p.n < min_overlap:
+                lines.append(f"  {p.a} vs {p.b}: {p.n} shared, not enough overlap yet (needs {min_overlap})")
+                continue
             kappa = "-" if p.kappa is None else f"{p.kappa:.2f}"
             lines.append(f"  {p.a} vs {p.b}: {p.agreement.k}/{p.n} agree, Cohen's kappa {kappa}")
     return "\n".join(lines) + "\n"
+
+
+def _alpha(alpha: float | None, n: int, min_overlap: int) -> str:
+    if n < min_overlap:
+        return f"Krippendorff's alpha: not enough overlap yet (needs {min_overlap})"
+    return f"Krippendorff's alpha {'-' if alpha is None else f'{alpha:.2f}'}"
 
 
 def calibration(
@@ -286,6 +352,7 @@ def calibration(
     policy = _policy(settings)
     with open_store(settings.db) as store:
         report = calibration_report(store, start, policy)
-    sys.stdout.write(render_json(report) if fmt == "json" else render_text(report))
+    overlap = settings.review.min_overlap
+    sys.stdout.write(render_json(report, overlap) if fmt == "json" else render_text(report, overlap))
     if report.calibration.status == "alert":
         raise typer.Exit(1)

@@ -60,8 +60,14 @@ def dashboard(
 
     settings = settings_from(config, db=db)
     check_listen(host, port)
+    r = settings.review
     app = create_app(
-        settings.db, failure_tags=settings.review.failure_tags, login_for_dashboard=not _loopback(host)
+        settings.db,
+        failure_tags=r.failure_tags,
+        login_for_dashboard=not _loopback(host),
+        session_ttl_s=r.session_hours * 3600,
+        session_idle_s=None if r.session_idle_minutes is None else r.session_idle_minutes * 60,
+        min_overlap=r.min_overlap,
     )
     shown = f"[{host}]" if ":" in host else host
     err_console.print(

@@ -281,6 +281,16 @@ class ReviewsRepository(StoreBase):
         with self._read() as conn:
             return [ReviewItem.model_validate_json(p) for p in conn.execute(query).scalars()]
 
+    def item_keys(self, queue_id: str) -> list[str]:
+        """The keys of a queue's items, in queue order."""
+        query = (
+            select(review_queue_items.c.key)
+            .where(review_queue_items.c.queue_id == queue_id)
+            .order_by(review_queue_items.c.position)
+        )
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
     def get_item(self, queue_id: str, key: str) -> ReviewItem | None:
         """One item of a queue, else ``None``."""
         query = select(review_queue_items.c.payload).where(

@@ -11,6 +11,7 @@ elsewhere) and every piece of user text is escaped.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -22,6 +23,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -32,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragreplay.core.review import taxonomy
 from ragreplay.report.labels import pct
+from ragreplay.review.agreement import DEFAULT_MIN_OVERLAP
 from ragreplay.store import Store, StoreError
 from ragreplay.web.queries import (
     ANSWER_PREVIEW,
@@ -42,7 +45,8 @@ from ragreplay.web.queries import (
     since_start,
     store_label,
 )
-from ragreplay.web.review_pages import ReviewPages, Sessions
+from ragreplay.web.review_handles import SECRET_NAME, ItemHandles
+from ragreplay.web.review_pages import SESSION_IDLE_S, SESSION_TTL_S, ReviewPages, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +268,7 @@ class LoginRequired:
         if scope["type"] != "http" or _under_review(path) or path == "/healthz":
             await self.app(scope, receive, send)
             return
-        if self.sessions.of(Request(scope)) is None:
+        if await run_in_threadpool(self.sessions.of, Request(scope)) is None:
             await self.refuse()(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -276,16 +280,23 @@ def create_app(
     cache_s: float = 30.0,
     failure_tags: Sequence[str] = (),
     login_for_dashboard: bool = False,
+    session_ttl_s: float = SESSION_TTL_S,
+    session_idle_s: float | None = SESSION_IDLE_S,
+    min_overlap: int = DEFAULT_MIN_OVERLAP,
 ) -> Starlette:
     """The dashboard and the review screen over the store at ``store_url``, opened now (a bad URL raises
     :class:`StoreError`) and closed when the app shuts down. The overview of a window is recomputed at most
     every ``cache_s`` seconds (0: on every request); lists of rows and single rows are always read afresh.
     ``failure_tags``: the team's own tags for reviewers. ``login_for_dashboard`` (served off loopback): the
-    dashboard's pages need a reviewer's session too; the review screen always does."""
+    dashboard's pages need a reviewer's session too; the review screen always does. Review sessions, kept in
+    the store, end ``session_ttl_s`` after login or ``session_idle_s`` unused (``None``: no idle timeout);
+    agreement between reviewers shows from ``min_overlap`` shared items."""
     store = Store.open(store_url)
     pages = DashboardPages(store, cache_s)
-    sessions = Sessions()
-    review = ReviewPages(store, pages.env, taxonomy(failure_tags), sessions)
+    sessions = Sessions(store.review_sessions, session_ttl_s, session_idle_s)
+    secret, _ = store.secrets.get_or_create(SECRET_NAME, lambda: secrets.token_hex(32))
+    handles = ItemHandles(secret, store.reviews.item_keys)
+    review = ReviewPages(store, pages.env, taxonomy(failure_tags), sessions, handles, min_overlap)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -1,26 +1,30 @@
 """The review screen under ``/review``: login by token link, the queues with progress, one blind item at a time.
 
-``GET /review?token=...`` (the link ``ragreplay review reviewer add`` prints) checks the token, starts a
-server-side session (a random id in an HttpOnly, SameSite=Strict cookie; the token is never in a later URL) and
-redirects to ``/review``, the queues with each reviewer's progress. ``GET /review/QUEUE`` shows the item the
-reviewer holds (or reserves the next one): the history, the question, each side's chunks and answer as A and B
-in the order stored on the reservation; nothing on the page names a configuration or the judge's decision.
-``POST /review/QUEUE`` saves a review (or skips) and goes on; ``/review/QUEUE/item/KEY`` edits one already
-reviewed (the screen's "back"). Every POST carries the session's CSRF token (403 without it). Keys come from
+``GET /review?token=...`` (the link ``ragreplay review reviewer add`` prints) checks the token, starts a session
+kept in the store (a random id in an HttpOnly, SameSite=Strict cookie; the store keeps only its hash; the token
+is never in a later URL) and redirects to ``/review``, the queues with each reviewer's progress and, on queues
+with two reviewers or more per item, the agreement between reviewers over the items you reviewed. ``GET
+/review/QUEUE`` shows the item the reviewer holds (or reserves the next one): the history, the question, each
+side's chunks and answer as A and B in the order stored on the reservation; nothing on the page names a
+configuration, the judge's decision or the item's key (items are named by an opaque handle,
+:mod:`ragreplay.web.review_handles`). ``POST /review/QUEUE`` saves a review (or skips) and goes on;
+``/review/QUEUE/item/HANDLE`` edits one already reviewed (the screen's "back"); ``POST /review/logout`` ends the
+session. Every POST carries the session's CSRF token (403 without it). Keys come from
 ``/review/static/keys.js``, the only script (CSP ``script-src 'self'``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import secrets
-import threading
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs
 
 from jinja2 import Environment
 from pydantic import ValidationError
@@ -31,11 +35,15 @@ from starlette.routing import Route
 
 from ragreplay.core.review import Review, ReviewItem, Side, Taxonomy
 from ragreplay.judges.pairwise import DEFAULT_AXES
+from ragreplay.review.agreement import DEFAULT_MIN_OVERLAP, QueueAgreement, queue_agreement
 from ragreplay.store import Store, StoreError
+from ragreplay.store.review_sessions import ReviewSessionsRepository
 from ragreplay.store.reviews import QueueRecord
+from ragreplay.web.review_handles import ItemHandles
 
 COOKIE = "rr_review"
 SESSION_TTL_S = 12 * 3600.0
+SESSION_IDLE_S = 2 * 3600.0
 MAX_FORM_BYTES = 256 * 1024
 AXES: tuple[str, ...] = tuple(axis.name for axis in DEFAULT_AXES)
 RESERVED_KEYS = frozenset("abtsc")
@@ -44,41 +52,54 @@ RESERVED_KEYS = frozenset("abtsc")
 
 @dataclass(frozen=True)
 class Session:
-    """A logged-in reviewer: who, the form token of the session, and when it lapses (monotonic seconds)."""
+    """A logged-in reviewer: who, and the form (CSRF) token of the session."""
 
     reviewer: str
     csrf: str
-    expires: float
+
+
+def csrf_of(session_id: str) -> str:
+    """The session's form token: derived from its id (so never stored), and telling nothing of the id."""
+    digest = hmac.new(session_id.encode("utf-8"), b"ragreplay review csrf", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 class Sessions:
-    """Server-side sessions by random id (kept in memory: a restart logs everyone out; the link logs in again)."""
+    """Review sessions kept in the store (:mod:`ragreplay.store.review_sessions`): they outlive a restart, every
+    replica sees them, and one ends ``ttl_s`` after login, after ``idle_s`` unused (``None``: never idle), at
+    logout, or as soon as its reviewer is disabled or their token rotated."""
 
-    def __init__(self, ttl_s: float = SESSION_TTL_S) -> None:
+    def __init__(
+        self,
+        repository: ReviewSessionsRepository,
+        ttl_s: float = SESSION_TTL_S,
+        idle_s: float | None = SESSION_IDLE_S,
+    ) -> None:
+        self.repository = repository
         self.ttl_s = ttl_s
-        self._lock = threading.Lock()
-        self._by_id: dict[str, Session] = {}
+        self.idle = None if idle_s is None else timedelta(seconds=idle_s)
 
-    def start(self, reviewer: str) -> str:
-        """A new session for ``reviewer``: its id."""
-        sid = secrets.token_urlsafe(32)
-        now = time.monotonic()
-        with self._lock:
-            self._by_id = {k: s for k, s in self._by_id.items() if s.expires > now}
-            self._by_id[sid] = Session(reviewer, secrets.token_urlsafe(32), now + self.ttl_s)
-        return sid
+    def start(self, token: str) -> str | None:
+        """A new session for the enabled reviewer with this token: its id; ``None`` for a bad token."""
+        started = self.repository.start(token, timedelta(seconds=self.ttl_s), self.idle)
+        return None if started is None else started[0]
 
     def get(self, sid: str | None) -> Session | None:
         """The live session with id ``sid``, else ``None``."""
         if not sid:
             return None
-        with self._lock:
-            found = self._by_id.get(sid)
-        return found if found is not None and found.expires > time.monotonic() else None
+        found = self.repository.find(sid, self.idle)
+        return None if found is None else Session(found.reviewer, csrf_of(sid))
 
     def of(self, request: Request) -> Session | None:
-        """The session of ``request``'s cookie."""
+        """The session of ``request``'s cookie (reads the store: call it off the event loop)."""
         return self.get(request.cookies.get(COOKIE))
+
+    def end(self, request: Request) -> None:
+        """End the session of ``request``'s cookie."""
+        sid = request.cookies.get(COOKIE)
+        if sid:
+            self.repository.end(sid)
 
 
 def tag_keys(tags: Sequence[str]) -> dict[str, str]:
@@ -105,25 +126,39 @@ def _scores(form: dict[str, list[str]], prefix: str) -> dict[str, int]:
 
 
 class ReviewPages:
-    """The review routes over one open store, with the dashboard's Jinja2 environment."""
+    """The review routes over one open store, with the dashboard's Jinja2 environment. Items are named on the
+    screen by ``handles``; agreement between reviewers shows from ``min_overlap`` shared items."""
 
-    def __init__(self, store: Store, env: Environment, tax: Taxonomy, sessions: Sessions) -> None:
+    def __init__(
+        self,
+        store: Store,
+        env: Environment,
+        tax: Taxonomy,
+        sessions: Sessions,
+        handles: ItemHandles,
+        min_overlap: int = DEFAULT_MIN_OVERLAP,
+    ) -> None:
         self.store = store
         self.env = env
         self.tax = tax
         self.keys = tag_keys(tax.tags)
         self.sessions = sessions
+        self.handles = handles
+        self.min_overlap = min_overlap
 
     # --- rendering ------------------------------------------------------------------------------------------
 
     def page(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        """``template`` rendered with ``context`` (autoescaped), never cached."""
         html = self.env.get_template(template).render(**context)
         return HTMLResponse(html, status_code=status_code, headers={"cache-control": "no-store"})
 
     def problem(self, status: int, title: str, message: str) -> HTMLResponse:
+        """An error page."""
         return self.page("review_error.html.j2", status, status=status, title=title, message=message)
 
     def login_needed(self) -> HTMLResponse:
+        """The 401 page: how to log in."""
         return self.problem(
             401,
             "Login needed",
@@ -138,13 +173,14 @@ class ReviewPages:
         item: ReviewItem,
         a_side: Side,
         *,
-        action: str,
-        back: str | None,
+        edit: bool,
         given: Review | None = None,
         error: str | None = None,
         status_code: int = 200,
     ) -> HTMLResponse:
+        """The item as A and B, with the form (filled in with ``given`` when editing)."""
         side_a, side_b = item.sides(a_side)
+        handle = self.handles.of(queue.id, item.key)
         progress = self.store.reviews.progress(queue.id)
         mine = next((p for p in progress.reviewers if p.reviewer == session.reviewer), None)
         return self.page(
@@ -152,12 +188,13 @@ class ReviewPages:
             status_code,
             queue=queue,
             item=item,
+            handle=handle,
             sides=[("A", side_a), ("B", side_b)],
             axes=AXES,
             tags=[(t, self.keys.get(t)) for t in self.tax.tags],
             csrf=session.csrf,
-            action=action,
-            back=back,
+            action=f"/review/{queue.id}/item/{handle}" if edit else f"/review/{queue.id}",
+            back=self._back(queue.id, session.reviewer, item.key if edit else None),
             given=given,
             error=error,
             reviewer=session.reviewer,
@@ -169,11 +206,11 @@ class ReviewPages:
     # --- endpoints ------------------------------------------------------------------------------------------
 
     def queues(self, request: Request) -> Response:
-        """``/review``: log in with ``?token=`` or list the queues with progress."""
+        """``/review``: log in with ``?token=`` or list the queues with progress and reviewer agreement."""
         token = request.query_params.get("token")
         if token is not None:
-            reviewer = self.store.reviews.reviewer_for_token(token)
-            if reviewer is None:
+            sid = self.sessions.start(token)
+            if sid is None:
                 return self.problem(
                     401,
                     "Unknown link",
@@ -183,8 +220,8 @@ class ReviewPages:
             response = RedirectResponse("/review", status_code=303)
             response.set_cookie(
                 COOKIE,
-                self.sessions.start(reviewer),
-                max_age=int(SESSION_TTL_S),
+                sid,
+                max_age=int(self.sessions.ttl_s),
                 path="/",
                 httponly=True,
                 samesite="strict",
@@ -194,12 +231,15 @@ class ReviewPages:
         session = self.sessions.of(request)
         if session is None:
             return self.login_needed()
-        rows = []
+        rows: list[tuple[QueueRecord, Any, Any, QueueAgreement | None]] = []
         for queue in self.store.reviews.list_queues():
             progress = self.store.reviews.progress(queue.id)
             mine = next((p for p in progress.reviewers if p.reviewer == session.reviewer), None)
-            rows.append((queue, progress, mine))
-        return self.page("review_queues.html.j2", reviewer=session.reviewer, rows=rows)
+            agreement = None
+            if queue.k >= 2:
+                agreement = queue_agreement(self.store, queue.id, session.reviewer, self.min_overlap)
+            rows.append((queue, progress, mine, agreement))
+        return self.page("review_queues.html.j2", reviewer=session.reviewer, csrf=session.csrf, rows=rows)
 
     def _queue(self, request: Request) -> QueueRecord | None:
         queue_id = request.path_params["queue"]
@@ -209,7 +249,7 @@ class ReviewPages:
         return found if found is not None and found.id == queue_id else None
 
     def _back(self, queue_id: str, reviewer: str, before: str | None) -> str | None:
-        """The link to the reviewer's review before ``before`` (their latest when ``None``)."""
+        """The link to the reviewer's review before item ``before`` (their latest when ``None``)."""
         keys = [
             s.review.item_key
             for s in self.store.reviews.load_reviews(queue_id)
@@ -217,7 +257,7 @@ class ReviewPages:
         ]
         if before is not None:
             keys = keys[: keys.index(before)] if before in keys else keys
-        return f"/review/{queue_id}/item/{quote(keys[-1], safe='')}" if keys else None
+        return f"/review/{queue_id}/item/{self.handles.of(queue_id, keys[-1])}" if keys else None
 
     def current(self, request: Request) -> Response:
         """``GET /review/QUEUE``: the item the reviewer holds, or the next one reserved now."""
@@ -230,35 +270,28 @@ class ReviewPages:
                 404, "No such queue", "There is no such review queue. Fix: pick one at /review"
             )
         assignment = self.store.reviews.next_item_for(queue.id, session.reviewer)
-        back = self._back(queue.id, session.reviewer, None)
         if assignment is None:
-            return self.page("review_done.html.j2", queue=queue, reviewer=session.reviewer, back=back)
-        return self.item_page(
-            session, queue, assignment.item, assignment.a_side, action=f"/review/{queue.id}", back=back
-        )
+            back = self._back(queue.id, session.reviewer, None)
+            return self.page(
+                "review_done.html.j2", queue=queue, reviewer=session.reviewer, csrf=session.csrf, back=back
+            )
+        return self.item_page(session, queue, assignment.item, assignment.a_side, edit=False)
 
     def edit(self, request: Request) -> Response:
-        """``GET /review/QUEUE/item/KEY``: an item the reviewer reviewed already, with their answers."""
+        """``GET /review/QUEUE/item/HANDLE``: an item the reviewer reviewed already, with their answers."""
         session = self.sessions.of(request)
         if session is None:
             return self.login_needed()
         queue = self._queue(request)
-        found = self._reviewed(queue, request.path_params["key"], session.reviewer) if queue else None
+        found = self._reviewed(queue, request.path_params["handle"], session.reviewer) if queue else None
         if queue is None or found is None:
             return self.problem(404, "Not found", "You have not reviewed that item. Fix: start from /review")
         item, given = found
-        return self.item_page(
-            session,
-            queue,
-            item,
-            given.a_side,
-            action=f"/review/{queue.id}/item/{quote(item.key, safe='')}",
-            back=self._back(queue.id, session.reviewer, item.key),
-            given=given,
-        )
+        return self.item_page(session, queue, item, given.a_side, edit=True, given=given)
 
-    def _reviewed(self, queue: QueueRecord, key: str, reviewer: str) -> tuple[ReviewItem, Review] | None:
-        item = self.store.reviews.get_item(queue.id, key)
+    def _reviewed(self, queue: QueueRecord, handle: str, reviewer: str) -> tuple[ReviewItem, Review] | None:
+        key = self.handles.key(queue.id, handle)
+        item = None if key is None else self.store.reviews.get_item(queue.id, key)
         given = next(
             (
                 s.review
@@ -275,7 +308,7 @@ class ReviewPages:
         """A POST endpoint: a session and its CSRF token first (401, 403), then ``handler`` in the thread pool."""
 
         async def endpoint(request: Request) -> Response:
-            session = self.sessions.of(request)
+            session = await run_in_threadpool(self.sessions.of, request)
             if session is None:
                 return self.login_needed()
             body = await request.body()
@@ -289,6 +322,18 @@ class ReviewPages:
 
         return endpoint
 
+    def logout(self, request: Request, session: Session, form: dict[str, list[str]]) -> Response:
+        """``POST /review/logout``: end the session (in the store) and drop the cookie."""
+        self.sessions.end(request)
+        response = self.page(
+            "review_error.html.j2",
+            status=200,
+            title="Logged out",
+            message="You are logged out. Open your review link again to log back in",
+        )
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
     def submit_current(self, request: Request, session: Session, form: dict[str, list[str]]) -> Response:
         """``POST /review/QUEUE``: save (``action=submit``) or skip (``action=skip``) the held item, then the next."""
         queue = self._queue(request)
@@ -296,29 +341,25 @@ class ReviewPages:
             return self.problem(
                 404, "No such queue", "There is no such review queue. Fix: pick one at /review"
             )
-        key = form.get("key", [""])[0]
+        sent = form.get("item", [""])[0]
         held = self.store.reviews.next_item_for(queue.id, session.reviewer)
-        if held is None or held.item.key != key:
+        if held is None or not secrets.compare_digest(self.handles.of(queue.id, held.item.key), sent):
             return self.problem(
                 409, "Item moved on", "That item is no longer yours (its hold lapsed). Fix: reload the queue"
             )
         if form.get("action", ["submit"])[0] == "skip":
-            self.store.reviews.release(queue.id, key, session.reviewer, skip=True)
+            self.store.reviews.release(queue.id, held.item.key, session.reviewer, skip=True)
             return RedirectResponse(f"/review/{queue.id}", status_code=303)
-        action = f"/review/{queue.id}"
-        back = self._back(queue.id, session.reviewer, None)
-        return self._save(session, queue, held.item, held.a_side, form, action, back, f"/review/{queue.id}")
+        return self._save(session, queue, held.item, held.a_side, form, edit=False)
 
     def submit_edit(self, request: Request, session: Session, form: dict[str, list[str]]) -> Response:
-        """``POST /review/QUEUE/item/KEY``: replace an earlier review, then back to the queue."""
+        """``POST /review/QUEUE/item/HANDLE``: replace an earlier review, then back to the queue."""
         queue = self._queue(request)
-        found = self._reviewed(queue, request.path_params["key"], session.reviewer) if queue else None
+        found = self._reviewed(queue, request.path_params["handle"], session.reviewer) if queue else None
         if queue is None or found is None:
             return self.problem(404, "Not found", "You have not reviewed that item. Fix: start from /review")
         item, given = found
-        action = f"/review/{queue.id}/item/{quote(item.key, safe='')}"
-        back = self._back(queue.id, session.reviewer, item.key)
-        return self._save(session, queue, item, given.a_side, form, action, back, f"/review/{queue.id}")
+        return self._save(session, queue, item, given.a_side, form, edit=True)
 
     def _save(
         self,
@@ -327,9 +368,8 @@ class ReviewPages:
         item: ReviewItem,
         a_side: Side,
         form: dict[str, list[str]],
-        action: str,
-        back: str | None,
-        then: str,
+        *,
+        edit: bool,
     ) -> Response:
         first = {name: values[0] for name, values in form.items() if values}
         correct = first.get("correct_answer", "").strip()
@@ -357,14 +397,15 @@ class ReviewPages:
             )
         except (ValidationError, ValueError) as exc:
             message = _why(exc)
-            return self.item_page(
-                session, queue, item, a_side, action=action, back=back, error=message, status_code=400
-            )
+            return self.item_page(session, queue, item, a_side, edit=edit, error=message, status_code=400)
         try:
             self.store.reviews.save_review(queue.id, review)
-        except StoreError as exc:
-            return self.problem(409, "Not saved", f"{exc} Fix: reload the queue")
-        return RedirectResponse(then, status_code=303)
+        except StoreError:
+            # the store's message names the item's key and the sides: not for the page
+            return self.problem(
+                409, "Not saved", "This review no longer matches the item you hold. Fix: reload the queue"
+            )
+        return RedirectResponse(f"/review/{queue.id}", status_code=303)
 
     def keys_js(self, request: Request) -> Response:
         """The screen's only script: the keyboard."""
@@ -372,13 +413,15 @@ class ReviewPages:
         return Response(text, media_type="text/javascript", headers={"cache-control": "no-cache"})
 
     def routes(self) -> list[Route]:
+        """The screen's routes."""
         return [
             Route("/review", self.queues),
             Route("/review/static/keys.js", self.keys_js),
+            Route("/review/logout", self.posted(self.logout), methods=["POST"]),
             Route("/review/{queue}", self.current),
             Route("/review/{queue}", self.posted(self.submit_current), methods=["POST"]),
-            Route("/review/{queue}/item/{key:path}", self.edit),
-            Route("/review/{queue}/item/{key:path}", self.posted(self.submit_edit), methods=["POST"]),
+            Route("/review/{queue}/item/{handle}", self.edit),
+            Route("/review/{queue}/item/{handle}", self.posted(self.submit_edit), methods=["POST"]),
         ]
 
 
