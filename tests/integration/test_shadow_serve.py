@@ -269,6 +269,9 @@ async def test_mirror_skips_what_it_cannot_read_and_never_raises() -> None:
         "not_sampled": 0,
         "feedback_recorded": 0,
         "feedback_unreadable": 0,
+        "deferred": 0,
+        "too_busy": 0,
+        "pending": 0,
     }
     await shadow.aclose(timeout_s=2)
     # the per-user sample needs the body: the one that is not JSON never reached the sampler; the other two

@@ -1,8 +1,10 @@
 """The shadow: the champion answers the user; challengers answer the same question off the user's path.
 
 On the champion's path the shadow only counts, asks the sampler, and creates background tasks: it never
-awaits a challenger or the store there. Challengers run with a timeout; whatever they do (answer, fail, hang)
-ends up as a :class:`ShadowRow` handed to the :class:`ShadowLog`, and nothing is raised to the caller.
+awaits a challenger or the store there, and never redacts there either: large texts are redacted in the
+:class:`~ragreplay.shadow.offload.Offload` worker process, small ones inline in the background task.
+Challengers run with a timeout; whatever they do (answer, fail, hang) ends up as a :class:`ShadowRow` handed
+to the :class:`ShadowLog`, and nothing is raised to the caller.
 
 Users' GOOD/BAD on the champion's answers comes back later through :meth:`Shadow.feedback`, keyed by the
 request id the caller gave :meth:`Shadow.handle` (or :meth:`Shadow.record`); it is queued to a
@@ -28,7 +30,8 @@ from ragreplay.errors import ConfigError
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ports import Target
 from ragreplay.shadow.log import FeedbackLog, ShadowLog
-from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, resolve_salt
+from ragreplay.shadow.offload import Offload, portable
+from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, redact_or_mark, resolve_salt
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +115,8 @@ class RequestForwarder(Protocol):
 
 
 class _Request:
-    """One sampled request; its redacted query, user hash and case are computed off the user's path."""
+    """One sampled request; its stored (redacted) query and champion answer, user hash and case are computed
+    off the user's path, once for all challengers."""
 
     def __init__(
         self,
@@ -134,20 +138,13 @@ class _Request:
         self.tags = dict(tags or {})
         self._case = case
         self._shadow = shadow
+        self._stored: asyncio.Task[tuple[str, ShadowAnswer]] | None = None
 
     @cached_property
     def case(self) -> Case:
         return (
             self._case if self._case is not None else live_case(self.id, self.query, self.user_id, self.tags)
         )
-
-    @cached_property
-    def stored_query(self) -> str:
-        return self._shadow._redacted(self.query)
-
-    @cached_property
-    def stored_champion(self) -> ShadowAnswer:
-        return self._shadow._redacted_side(self.champion)
 
     @cached_property
     def user_hash(self) -> str | None:
@@ -157,6 +154,24 @@ class _Request:
             return self.user_id
         return hash_user_id(self.user_id, self._shadow.salt)
 
+    async def stored(self) -> tuple[str, ShadowAnswer]:
+        """The query and the champion's answer as they may be stored (redacted), computed once."""
+        if self._stored is None:
+            self._stored = asyncio.ensure_future(self._redact_both())
+        # shielded: one challenger's task being cancelled must not cancel the others' redaction
+        return await asyncio.shield(self._stored)
+
+    def stored_now(self) -> tuple[str, ShadowAnswer]:
+        """The same, now, on the calling thread (for the row of a task being cancelled)."""
+        done = self._stored is not None and self._stored.done() and not self._stored.cancelled()
+        if done and self._stored is not None and self._stored.exception() is None:
+            return self._stored.result()
+        return self._shadow._redacted(self.query), self._shadow._redacted_side(self.champion)
+
+    async def _redact_both(self) -> tuple[str, ShadowAnswer]:
+        query = await self._shadow._redacted_later(self.query)
+        return query, await self._shadow._redacted_side_later(self.champion)
+
 
 class Shadow:
     """Sends live requests to the champion and, when sampled, to every challenger in the background.
@@ -165,7 +180,9 @@ class Shadow:
     answers, error messages and feedback comments before anything is stored (``None`` stores them as they
     are); user ids are hashed with ``salt`` (or ``RAGREPLAY_SHADOW_SALT``) unless ``hash_user_ids`` is
     off. Without a ``log`` rows are built and counted but not kept. The shadow does not close the targets.
-    Feedback goes to ``feedback_log``; by default a :class:`FeedbackLog` on the ``log``'s store.
+    Feedback goes to ``feedback_log``; by default a :class:`FeedbackLog` on the ``log``'s store. Texts too
+    large to redact on the event loop are redacted by ``offload`` (by default an :class:`Offload` of its own,
+    closed with the shadow; one passed in is the caller's to close).
     """
 
     def __init__(
@@ -180,6 +197,7 @@ class Shadow:
         challenger_timeout_s: float = 30.0,
         max_in_flight: int = 100,
         feedback_log: FeedbackLog | None = None,
+        offload: Offload | None = None,
     ) -> None:
         if challenger_timeout_s <= 0:
             raise ConfigError(f"shadow challenger_timeout_s must be > 0, got {challenger_timeout_s}.")
@@ -197,6 +215,10 @@ class Shadow:
             feedback_log = FeedbackLog(log.store)
         self.feedback_log = feedback_log
         self.redact = redact
+        self.offload = offload if offload is not None else Offload()
+        self._own_offload = offload is None
+        # a redactor that cannot be sent to the worker process (a closure) runs in its thread instead
+        self._redact_in_process = redact is not None and portable(redact)
         self.hash_user_ids = hash_user_ids
         keeper = log.store.secrets.get_or_create if log is not None and hash_user_ids else None
         self.salt, self.salt_source = resolve_salt(salt, keeper)
@@ -276,6 +298,11 @@ class Shadow:
         """An admitted request could not be shadowed after all (e.g. its bodies could not be read)."""
         self.sampled -= 1
 
+    def drop(self) -> None:
+        """An admitted request is not shadowed after all because the shadow was closed or too busy for it:
+        counted in ``dropped``."""
+        self.dropped += 1
+
     def feedback(
         self,
         request_id: str,
@@ -319,11 +346,33 @@ class Shadow:
     def _redacted(self, text: str) -> str:
         if self.redact is None:
             return text
+        redacted, error = redact_or_mark(self.redact, text)
+        if error is not None:
+            logger.warning("shadow redactor failed (%s); text not stored", error)
+        return redacted
+
+    async def _redacted_later(self, text: str) -> str:
+        """``text`` redacted: inline when short, else in the offload worker (never on the loop for long)."""
+        if self.redact is None or not self.offload.heavy(len(text)):
+            return self._redacted(text)
         try:
-            return self.redact(text)
-        except Exception as exc:  # never store the raw text because a redactor broke
-            logger.warning("shadow redactor failed (%s); text not stored", exc)
-            return "[redaction failed]"
+            redacted, error = await self.offload.run(
+                redact_or_mark, self.redact, text, in_process=self._redact_in_process
+            )
+        except Exception as exc:  # the worker died: never store the raw text
+            redacted, error = "[redaction failed]", f"the redaction worker failed: {exc!r}"
+        if error is not None:
+            logger.warning("shadow redactor failed (%s); text not stored", error)
+        return redacted
+
+    async def _redacted_side_later(self, side: ShadowAnswer) -> ShadowAnswer:
+        """:meth:`_redacted_side`, off the loop for long texts."""
+        if self.redact is None:
+            return side
+        update = {"text": await self._redacted_later(side.text)} if side.text else {}
+        if side.error:
+            update["error"] = await self._redacted_later(side.error)
+        return side.model_copy(update=update) if update else side
 
     def _record(
         self,
@@ -357,10 +406,15 @@ class Shadow:
         start = time.perf_counter()
         try:
             candidate = await self._ask(request, target, start)
+            (query, champion), challenger = await asyncio.gather(
+                request.stored(), self._redacted_side_later(candidate)
+            )
         except asyncio.CancelledError:
-            self._offer(request, name, ShadowAnswer.failed("cancelled: the shadow was closed", _ms(start)))
+            failed = ShadowAnswer.failed("cancelled: the shadow was closed", _ms(start))
+            query, champion = request.stored_now()
+            self._offer(request, name, query, champion, self._redacted_side(failed))
             raise
-        self._offer(request, name, candidate)
+        self._offer(request, name, query, champion, challenger)
 
     async def _ask(self, request: _Request, target: Target, start: float) -> ShadowAnswer:
         if request.raw is not None and isinstance(target, RequestForwarder):
@@ -397,17 +451,20 @@ class Shadow:
         if not call.cancelled():
             call.exception()  # mark it retrieved: an abandoned challenger's failure is no news
 
-    def _offer(self, request: _Request, name: str, candidate: ShadowAnswer) -> None:
+    def _offer(
+        self, request: _Request, name: str, query: str, champion: ShadowAnswer, challenger: ShadowAnswer
+    ) -> None:
+        """Build the row from the stored (redacted) texts and hand it to the log."""
         try:
             row = ShadowRow(
                 ts=request.ts,
                 request_id=request.id,
-                query=request.stored_query,
+                query=query,
                 user_hash=request.user_hash,
                 tags=request.tags,
                 challenger=name,
-                champion_answer=request.stored_champion,
-                challenger_answer=self._redacted_side(candidate),
+                champion_answer=champion,
+                challenger_answer=challenger,
             )
         except Exception:
             logger.exception("shadow: could not build a row for challenger %s", name)
@@ -452,6 +509,8 @@ class Shadow:
             await self.log.aclose(log_timeout_s)
         if self.feedback_log is not None:
             await self.feedback_log.aclose(log_timeout_s)
+        if self._own_offload:
+            self.offload.close()
 
 
 def _request_id(given: str | None) -> str:

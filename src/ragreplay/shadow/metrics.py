@@ -81,6 +81,21 @@ METRICS: tuple[tuple[str, str, str, str, str], ...] = (
         "counter",
         "Feedback requests whose label could not be read.",
     ),
+    (
+        "mirror",
+        "deferred",
+        "read_off_loop_total",
+        "counter",
+        "Large sampled exchanges read in the offload worker, off the event loop.",
+    ),
+    (
+        "mirror",
+        "too_busy",
+        "too_busy_total",
+        "counter",
+        "Large exchanges left out: the offload worker was reading its maximum already.",
+    ),
+    ("mirror", "pending", "reading_off_loop", "gauge", "Large exchanges being read off the event loop now."),
     ("shadow", "sampled", "sampled_total", "counter", "Requests chosen for the challengers."),
     (
         "shadow",

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +30,14 @@ from ragreplay.core.retry import RetryPolicy, retry_after_seconds
 from ragreplay.core.types import Answer, Case
 from ragreplay.shadow.library import RawRequest, Shadow
 from ragreplay.shadow.metrics import CONTENT_TYPE, prometheus_text
-from ragreplay.shadow.payloads import RequestFields, lookup, parse_reply
+from ragreplay.shadow.payloads import (
+    Exchange,
+    RequestFields,
+    body_user,
+    lookup,
+    parse_reply,
+    read_exchange,
+)
 from ragreplay.shadow.proxy import STATS_PATH, ChampionReply, MirroredRequest, ShadowProxy, side_door_refusal
 
 DEFAULT_MAX_REPLY = 4 << 20
@@ -213,7 +221,11 @@ class ProxyMirror:
     raises; sampled requests or replies it cannot read are counted in ``unparsed``, champion replies with a
     status >= 400 in ``champion_failed``, and both are skipped. Paths matching none of
     ``mirror_paths`` (shell-style patterns such as ``/ask`` or ``/api/*/chat``; empty: every path) are only
-    counted in ``other_paths``; requests to the ``feedback`` tap's path are read as feedback instead."""
+    counted in ``other_paths``; requests to the ``feedback`` tap's path are read as feedback instead.
+
+    A large exchange (see :meth:`~ragreplay.shadow.offload.Offload.heavy`) is read in the shadow's offload
+    worker, never on the event loop (``deferred``); while ``max_pending`` of them are being read, more are
+    left out (``too_busy``, not counted as sampled). :meth:`aclose` waits for those being read."""
 
     def __init__(
         self,
@@ -233,6 +245,9 @@ class ProxyMirror:
         self.not_sampled = 0
         self.feedback_recorded = 0
         self.feedback_unreadable = 0
+        self.deferred = 0
+        self.too_busy = 0
+        self._pending: set[asyncio.Task[None]] = set()
 
     def __call__(self, request: MirroredRequest, reply: ChampionReply) -> None:
         """Parse and record; only schedules work (called on the event loop after the user's response)."""
@@ -247,12 +262,14 @@ class ProxyMirror:
                 self.champion_failed += 1
                 return
             # Sample first: most requests are not shadowed, and reading their bodies would be wasted work.
-            data: Any = None
             user = request.header(self.fields.user_header) if self.fields.user_header else None
-            if user is None and self.fields.user_path is not None:
-                data = json.loads(request.body)  # the user decides a per-user sample
-                found = lookup(data, self.fields.user_path)
-                user = str(found) if isinstance(found, str | int) else None
+            user_in_body = user is None and self.fields.user_path is not None  # it decides a per-user sample
+            if self.shadow.offload.heavy(len(request.body) + len(reply.body)):
+                self._read_later(request, reply, user, user_in_body)
+                return
+            data: Any = json.loads(request.body) if user_in_body else None
+            if user_in_body:
+                user = body_user(data, self.fields)
             if not self.shadow.admit(user):
                 self.not_sampled += 1
                 return
@@ -260,18 +277,96 @@ class ProxyMirror:
             self.unparsed += 1
             return
         try:
-            parsed = self._parse(request, reply, data, user)
+            exchange = read_exchange(
+                request.body,
+                reply.body,
+                reply.header("content-type"),
+                self.fields,
+                reply_truncated=reply.truncated,
+                data=data,
+            )
         except Exception:
-            parsed = None
-        if parsed is None:
+            exchange = None
+        self._record(request, reply, user, exchange)
+
+    def _read_later(
+        self, request: MirroredRequest, reply: ChampionReply, user: str | None, user_in_body: bool
+    ) -> None:
+        """Read a large exchange in the offload worker, then record it; sampled first unless the user id is in
+        the body."""
+        if len(self._pending) >= self.shadow.offload.max_pending:
+            self.too_busy += 1
+            return
+        if not user_in_body and not self.shadow.admit(user):
+            self.not_sampled += 1
+            return
+        self.deferred += 1
+        task = asyncio.create_task(self._read_and_record(request, reply, user, admitted=not user_in_body))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _read_and_record(
+        self, request: MirroredRequest, reply: ChampionReply, user: str | None, admitted: bool
+    ) -> None:
+        try:
+            if admitted and reply.truncated:
+                exchange: Exchange | None = None  # nothing to read: the answer was cut
+            else:
+                read = functools.partial(read_exchange, reply_truncated=reply.truncated)
+                exchange = await self.shadow.offload.run(
+                    read, request.body, reply.body, reply.header("content-type"), self.fields
+                )
+        except asyncio.CancelledError:
+            if admitted:
+                self.shadow.drop()  # closed before it was read
+            raise
+        except Exception:  # not JSON, or the worker failed
+            exchange = None
+        if not admitted:
+            if exchange is None:
+                self.unparsed += 1
+                return
+            user = exchange.user
+            if not self.shadow.admit(user):
+                self.not_sampled += 1
+                return
+        self._record(request, reply, user, exchange)
+
+    def _record(
+        self, request: MirroredRequest, reply: ChampionReply, user: str | None, exchange: Exchange | None
+    ) -> None:
+        """Hand an admitted exchange to the shadow, or withdraw it when its question or answer was unreadable."""
+        if exchange is None or exchange.query is None or exchange.answer is None:
             self.shadow.withdraw()
             self.unparsed += 1
             return
-        query, answer, tags, request_id = parsed
+        answer = exchange.answer
+        if answer.latency_ms is None:  # the proxy timed the champion: first byte sent to last byte read
+            answer = answer.model_copy(update={"latency_ms": reply.latency_ms})
+        request_id = request.header(self.fields.request_id_header) if self.fields.request_id_header else None
         path = request.path + (f"?{request.query}" if request.query else "")
         raw = RawRequest(request.method, path, request.body, request.header("content-type"))
-        self.shadow.record(query, answer, user, tags, request_id, admitted=True, raw=raw)
+        self.shadow.record(
+            exchange.query,
+            answer,
+            user,
+            exchange.tags,
+            request_id or exchange.reply_request_id,
+            admitted=True,
+            raw=raw,
+        )
         self.recorded += 1
+
+    async def aclose(self, timeout_s: float = 10.0) -> None:
+        """Wait up to ``timeout_s`` for the large exchanges being read (the rest are cancelled, counted in the
+        shadow's ``dropped``)."""
+        if not self._pending:
+            return
+        _, pending = await asyncio.wait(set(self._pending), timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=1.0)
 
     def _tap_feedback(self, tap: FeedbackTap, request: MirroredRequest, reply: ChampionReply) -> None:
         """Record the label the app accepted (reply < 400); an unreadable one is counted, never raised."""
@@ -291,32 +386,6 @@ class ProxyMirror:
         except (ValueError, TypeError):
             self.feedback_unreadable += 1
 
-    def _parse(
-        self, request: MirroredRequest, reply: ChampionReply, data: Any, user: str | None
-    ) -> tuple[str, Answer, dict[str, str] | None, str | None] | None:
-        """Question, answer, tags and request id of a sampled exchange; ``None`` when they cannot be read."""
-        if reply.truncated:
-            return None
-        try:
-            if data is None:
-                data = json.loads(request.body)
-            parsed = parse_reply(reply.body, reply.header("content-type"), self.fields)
-        except (ValueError, TypeError):
-            return None
-        query = next(
-            (q for q in (lookup(data, p) for p in self.fields.question_paths) if isinstance(q, str) and q),
-            None,
-        )
-        if query is None:
-            return None
-        tags_found = lookup(data, self.fields.tags_path)
-        tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
-        request_id = request.header(self.fields.request_id_header) if self.fields.request_id_header else None
-        answer = parsed.answer
-        if answer.latency_ms is None:  # the proxy timed the champion: first byte sent to last byte read
-            answer = answer.model_copy(update={"latency_ms": reply.latency_ms})
-        return query, answer, tags, request_id or parsed.request_id
-
     def stats(self) -> dict[str, int]:
         """The mirror's counters."""
         return {
@@ -327,6 +396,9 @@ class ProxyMirror:
             "not_sampled": self.not_sampled,
             "feedback_recorded": self.feedback_recorded,
             "feedback_unreadable": self.feedback_unreadable,
+            "deferred": self.deferred,
+            "too_busy": self.too_busy,
+            "pending": len(self._pending),
         }
 
 
@@ -364,6 +436,7 @@ class ShadowServeApp:
         if self.closed:
             return
         self.closed = True
+        await self.mirror.aclose(timeout_s=self.close_timeout_s)
         await self.mirror.shadow.aclose(timeout_s=self.close_timeout_s)
         await self.proxy.aclose()
         if self.on_close is not None:

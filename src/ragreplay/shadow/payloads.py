@@ -9,6 +9,7 @@ first event that has them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,3 +147,53 @@ def parse_reply(body: bytes, content_type: str | None, fields: RequestFields) ->
             raise ValueError("empty text reply")
         return ParsedReply(Answer(text=text))
     return _from_json(json.loads(body), fields)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What the shadow reads from one exchange: the user id in the request body (when looked for there), and
+    the question, the champion's answer, the tags and the request id the reply carried; ``query`` and
+    ``answer`` are ``None`` when the question or the answer cannot be read."""
+
+    user: str | None
+    query: str | None = None
+    answer: Answer | None = None
+    tags: dict[str, str] | None = None
+    reply_request_id: str | None = None
+
+
+def body_user(data: Any, fields: RequestFields) -> str | None:
+    """The user id at ``fields.user_path`` in a parsed request body, or ``None``."""
+    found = lookup(data, fields.user_path)
+    return str(found) if isinstance(found, str | int) else None
+
+
+def read_exchange(
+    body: bytes,
+    reply_body: bytes,
+    reply_type: str | None,
+    fields: RequestFields,
+    *,
+    reply_truncated: bool = False,
+    data: Any = None,
+) -> Exchange:
+    """Read a JSON request ``body`` (or its parsed ``data``) and the champion's reply. ``ValueError`` when the
+    request is not JSON; a reply that is cut (``reply_truncated``) or unreadable gives an :class:`Exchange`
+    with no question. A plain function of bytes, so that it can run in the shadow's worker process."""
+    if data is None:
+        data = json.loads(body)
+    user = body_user(data, fields)
+    if reply_truncated:
+        return Exchange(user)
+    try:
+        parsed = parse_reply(reply_body, reply_type, fields)
+    except (ValueError, TypeError):
+        return Exchange(user)
+    query = next(
+        (q for q in (lookup(data, p) for p in fields.question_paths) if isinstance(q, str) and q), None
+    )
+    if query is None:
+        return Exchange(user)
+    tags_found = lookup(data, fields.tags_path)
+    tags = {str(k): str(v) for k, v in tags_found.items()} if isinstance(tags_found, Mapping) else None
+    return Exchange(user, query, parsed.answer, tags, parsed.request_id)

@@ -155,6 +155,19 @@ def default_redactor(text: str) -> str:
     return _PHONE.sub(_phone, text)
 
 
+REDACTION_FAILED = "[redaction failed]"
+"""What is stored instead of a text whose redactor raised: never the raw text."""
+
+
+def redact_or_mark(redact: Redactor, text: str) -> tuple[str, str | None]:
+    """``redact(text)`` and ``None``, or :data:`REDACTION_FAILED` and why when the redactor raised (a plain
+    function, so that it can run in the shadow's worker process)."""
+    try:
+        return redact(text), None
+    except Exception as exc:  # never store the raw text because a redactor broke
+        return REDACTION_FAILED, f"{type(exc).__name__}: {exc}"
+
+
 def no_redaction(text: str) -> str:
     """``text`` unchanged (for logs that are allowed to keep queries verbatim)."""
     return text
