@@ -12,19 +12,22 @@ import pytest
 from ragreplay.core.chat import ChatRequest
 from ragreplay.core.judge_version import JudgeVersion
 from ragreplay.core.review import Review, taxonomy
+from ragreplay.core.shadow import ShadowAnswer, ShadowRow
 from ragreplay.core.version_agreement import side_by_side
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import Progress
 from ragreplay.jobs.writer import StoreWriter
+from ragreplay.judges.fit import FitJudge
 from ragreplay.judges.pairwise import Axis, LLMPairwiseJudge
 from ragreplay.judges.version import version_of
 from ragreplay.providers.cache import CachedModel, cache_key
-from ragreplay.providers.fake import pairwise_reply
+from ragreplay.providers.fake import FakeChatModel, pairwise_reply
 from ragreplay.providers.scripted import ScriptedChatModel
 from ragreplay.review.calibration import labelled_items
 from ragreplay.review.history import record_history, version_figures
 from ragreplay.review.queues import build_calibration_queue
-from ragreplay.review.rejudge import estimate_rejudge, rejudge, rejudge_plan
+from ragreplay.review.rejudge import RejudgeItem, estimate_rejudge, rejudge, rejudge_plan
+from ragreplay.shadow.judging import ShadowJudges, judge_shadow
 from ragreplay.store import Store
 from regset_data import seed_shadow
 
@@ -85,8 +88,11 @@ def test_rejudge_makes_exactly_the_calls_needed_and_sets_old_beside_new(store: S
     orders = {tuple(m.content for m in r.messages) for r in model.requests}
     assert len(orders) == 24  # each item in both A/B orders, no request twice
 
-    # Again: nothing left to judge, no call.
-    assert rejudge_plan(store, labelled_items(store), version) == []
+    # Again: nothing left to judge, no call; every request of the 12 items is in the model cache now.
+    labelled = labelled_items(store)
+    assert rejudge_plan(store, labelled, version) == []
+    everything = [RejudgeItem(labelled.locations[k][0], i) for k, i in labelled.items.items()]
+    assert estimate_rejudge(judge, everything, store.cache).cached == 24
     asyncio.run(_rejudge(store, model))
     assert model.calls == 24
 
@@ -175,3 +181,39 @@ def test_a_provider_failure_is_counted_not_saved_and_retried_next_time(store: St
     assert progress.errors == 4 and store.review_judgments.load_review_judgments() == []
     model = ScriptedChatModel(_answer, name="scripted:judge")
     assert asyncio.run(_rejudge(store, model)).errors == 0 and model.calls == 8
+
+
+def test_the_judge_that_judged_the_shadow_rows_needs_no_rejudge(store: Store) -> None:
+    rows = [
+        ShadowRow(
+            id=f"row-{n}",
+            ts=NOW - timedelta(hours=n + 1),
+            request_id=f"req-{n}",
+            query=f"how many days of leave in year {n}?",
+            challenger="b",
+            champion_answer=ShadowAnswer(text=f"{n} days of leave"),
+            challenger_answer=ShadowAnswer(text=f"leave is {n + 1} days in year {n}"),
+        )
+        for n in range(5)
+    ]
+    store.shadow_rows.write_shadow_rows(rows)
+    model = ScriptedChatModel(_answer, name="scripted:judge")
+
+    async def judge_rows() -> None:
+        async with StoreWriter(store) as writer:
+            judges = ShadowJudges(
+                pairwise=LLMPairwiseJudge(CachedModel(model, writer)),
+                fit_judge=FitJudge(FakeChatModel()),
+            )
+            await judge_shadow(store, writer, judges, since=WEEK)
+
+    asyncio.run(judge_rows())
+    assert model.calls == 10
+    queue = build_calibration_queue(store, WEEK, TAX, n=5, seed=1)
+    items = store.reviews.load_items(queue.id)
+    version = version_of(LLMPairwiseJudge(model))
+    assert items and {i.judge.judge_version for i in items if i.judge} == {version.id}
+    _review(store, queue.id, "ann", len(items))
+    assert rejudge_plan(store, labelled_items(store), version) == []
+    asyncio.run(_rejudge(store, model))
+    assert model.calls == 10
