@@ -24,7 +24,8 @@ from shadow_fakes import FakeTarget
 FLAG_NAMES = (
     "champion challenger db sample window tz per question_path answer_path contexts_path user_path tags_path "
     "host port timeout challenger_timeout mirror_path stream_text_path request_id_header request_id_path "
-    "feedback_path feedback_id_path feedback_label_path feedback_comment_path redact keep_user_ids"
+    "feedback_path feedback_id_path feedback_label_path feedback_comment_path redact keep_user_ids "
+    "header_timeout body_timeout idle_timeout max_connections"
 ).split()
 
 FILE = {
@@ -96,9 +97,27 @@ def test_file_alone_and_flags_over_it(tmp_path: Path) -> None:
     )
 
 
+def test_server_limits_from_the_file_and_flags(tmp_path: Path) -> None:
+    bare = resolve_config(None, flags(champion="http://127.0.0.1:1"))
+    assert bare.server.model_dump() == {
+        "header_timeout_s": 10.0,
+        "body_timeout_s": 30.0,
+        "idle_timeout_s": 5.0,
+        "max_connections": 1000,
+        "backlog": 2048,
+    }
+    path = write(tmp_path, {**FILE, "server": {"header_timeout_s": 3, "max_connections": 50, "backlog": 64}})
+    cfg = resolve_config(path, flags(body_timeout=7.5, idle_timeout=2))
+    assert (cfg.server.header_timeout_s, cfg.server.body_timeout_s, cfg.server.idle_timeout_s) == (3, 7.5, 2)
+    assert (cfg.server.max_connections, cfg.server.backlog) == (50, 64)
+    assert resolve_config(path, flags(max_connections=9)).server.max_connections == 9
+
+
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
+        ({**FILE, "server": {"header_timeout_s": 0}}, "field 'server.header_timeout_s'"),
+        ({**FILE, "server": {"max_conns": 5}}, "field 'server.max_conns'"),
         ({**FILE, "sampling": {"base_rate": 2}}, "shadow.yaml: field 'sampling.base_rate'"),
         ({**FILE, "sampling": {"base_rate": 0.1, "windows": {"9-11": 0.5}}}, "field 'sampling.windows'"),
         ({**FILE, "champion": "app:8000"}, "field 'champion'"),

@@ -1,7 +1,9 @@
-"""Serving an ASGI app on a free loopback port from a background thread (the shadow demo, tests)."""
+"""Serving an ASGI app with uvicorn under :class:`ServerLimits`: in the foreground (the CLI's servers) or on a
+free loopback port from a background thread (the shadow demo, tests)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -11,13 +13,44 @@ from typing import Any
 
 import uvicorn
 
+from ragreplay.asgi.deadlines import LIMITS_ENV, protocol_for
+from ragreplay.asgi.limits import DEFAULT_LIMITS, ServerLimits
+
+WORKER_PROTOCOL = "ragreplay.asgi.deadlines:WorkerProtocol"
+
+
+def server_options(limits: ServerLimits, *, workers: bool = False) -> dict[str, Any]:
+    """The ``uvicorn.Config`` options that apply ``limits``: header and body deadlines, the idle timeout, the
+    connection limit and the listen backlog. ``workers``: for worker processes, which import the protocol by
+    name and read the limits from the environment (set here, inherited by them)."""
+    if workers:
+        os.environ[LIMITS_ENV] = limits.model_dump_json()
+    return {
+        "http": WORKER_PROTOCOL if workers else protocol_for(limits),
+        # uvicorn counts the asking connection itself: over limit_concurrency - 1 others it answers 503
+        "limit_concurrency": limits.max_connections + 1,
+        "backlog": limits.backlog,
+    }
+
+
+def serve(app: object, host: str, port: int, limits: ServerLimits = DEFAULT_LIMITS, **config: Any) -> None:
+    """Serve ``app`` on ``host:port`` under ``limits`` until stopped (Ctrl-C); ``config`` overrides any
+    ``uvicorn.run`` option (``workers=N`` with ``app`` named as an import string serves N processes)."""
+    options = server_options(limits, workers=int(config.get("workers") or 1) > 1)
+    uvicorn.run(app, host=host, port=port, **{"log_level": "warning", **options, **config})  # type: ignore[arg-type]
+
 
 @contextmanager
 def serve_in_thread(
-    app: object, host: str = "127.0.0.1", join_timeout: float = 15.0, port: int = 0, **config: Any
+    app: object,
+    host: str = "127.0.0.1",
+    join_timeout: float = 15.0,
+    port: int = 0,
+    limits: ServerLimits = DEFAULT_LIMITS,
+    **config: Any,
 ) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a daemon thread on ``port`` of ``host`` (0: a free one); yields the base URL
-    and stops the server (lifespan shutdown included) on exit.
+    """Serve ``app`` with uvicorn under ``limits`` in a daemon thread on ``port`` of ``host`` (0: a free one);
+    yields the base URL and stops the server (lifespan shutdown included) on exit.
 
     By default the server adds no ``server``/``date`` headers of its own, so a proxy passes the upstream's on
     unchanged; ``config`` overrides any ``uvicorn.Config`` option.
@@ -31,6 +64,7 @@ def serve_in_thread(
         "timeout_graceful_shutdown": 1,
         "server_header": False,
         "date_header": False,
+        **server_options(limits),
         **config,
     }
     server = uvicorn.Server(uvicorn.Config(app, **options))  # type: ignore[arg-type]

@@ -14,7 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.asgi.guard import WholeBodies
+from ragreplay.asgi.limits import fit_open_files
+from ragreplay.asgi.serving import serve as serve_app
+from ragreplay.errors import ConfigError
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig, base_url_problem, path_problem
@@ -172,6 +175,13 @@ def resolve_config(config: Path | None, flags: dict[str, Any]) -> ShadowServeCon
     for key in ("host", "port"):
         if flags[key] is not None:
             data[key] = flags[key]
+    data["server"] = _set(
+        _section(data, "server", source),
+        header_timeout_s=flags["header_timeout"],
+        body_timeout_s=flags["body_timeout"],
+        idle_timeout_s=flags["idle_timeout"],
+        max_connections=flags["max_connections"],
+    )
     cfg = load_model(ShadowServeConfig, data, source)
     load_redactor(cfg.privacy.redact)  # a bad redactor fails before the server starts
     return cfg
@@ -229,6 +239,22 @@ def serve(
     ] = None,
     challenger_timeout: Annotated[
         float | None, typer.Option(help="Seconds a challenger may take [default: 30].")
+    ] = None,
+    header_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a client has to send a request's headers, then 408 [default: 10]."),
+    ] = None,
+    body_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a client has to send a request's body, then 408 [default: 30]."),
+    ] = None,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a kept-alive connection may sit idle between requests [default: 5]."),
+    ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(help="Connections served at once; a request over them gets a 503 [default: 1000]."),
     ] = None,
     mirror_path: Annotated[
         list[str] | None,
@@ -291,10 +317,6 @@ def serve(
     flags = dict(locals())
     workers = check_workers(flags.pop("workers"))
     cfg = resolve_config(flags.pop("config"), flags)
-    try:
-        import uvicorn
-    except ImportError as exc:
-        raise RagreplayError("`ragreplay shadow serve` needs uvicorn. Fix: pip install uvicorn") from exc
     typer.echo(
         f"shadow proxy on http://{cfg.host}:{cfg.port} -> {cfg.champion}; "
         + (
@@ -306,16 +328,17 @@ def serve(
         + " (stats at /_shadow/stats, /_shadow/metrics)",
         err=True,
     )
+    warning = fit_open_files(cfg.server)
+    if warning is not None:
+        typer.echo(f"warning: {warning}", err=True)
     if workers > 1:
         run_workers(cfg, workers)
         return
-    app: object
+    app: Any
     if cfg.challengers:
         store = Store.open(cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB)
         app = app_from_config(cfg, store)
     else:  # no challenger: forward and count only, no store needed
         app = create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
     # no server/date headers of the proxy's own: the champion's pass through unchanged
-    uvicorn.run(
-        app, host=cfg.host, port=cfg.port, log_level="warning", server_header=False, date_header=False
-    )
+    serve_app(WholeBodies(app), cfg.host, cfg.port, cfg.server, server_header=False, date_header=False)

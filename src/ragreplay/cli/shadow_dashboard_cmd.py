@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from ragreplay.asgi.limits import DEFAULT_LIMITS, ServerLimits, fit_open_files
+from ragreplay.asgi.serving import serve
 from ragreplay.cli.common import err_console, settings_from
 from ragreplay.errors import ConfigError
 
@@ -50,14 +52,30 @@ def dashboard(
     host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on")] = DEFAULT_PORT,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds a client has to send a request's headers, then 408")
+    ] = DEFAULT_LIMITS.header_timeout_s,
+    body_timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds a client has to send a request's body, then 408")
+    ] = DEFAULT_LIMITS.body_timeout_s,
+    idle_timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds a kept-alive connection may sit idle between requests")
+    ] = DEFAULT_LIMITS.idle_timeout_s,
+    max_connections: Annotated[
+        int, typer.Option(min=1, help="Connections served at once; a request over them gets a 503")
+    ] = DEFAULT_LIMITS.max_connections,
 ) -> None:
     """Serve the read-only shadow dashboard: agreement and preference per challenger, the grid, per-tag and
     per-day tables, the questions the judge could not score, and every judged row; each page has a JSON
     twin (/index.json, /rows.json, /rows/ID.json). Run `ragreplay shadow judge` to add new rows to it."""
-    import uvicorn
-
     from ragreplay.web import create_app
 
+    limits = ServerLimits(
+        header_timeout_s=header_timeout,
+        body_timeout_s=body_timeout,
+        idle_timeout_s=idle_timeout,
+        max_connections=max_connections,
+    )
     settings = settings_from(config, db=db)
     check_listen(host, port)
     r = settings.review
@@ -81,7 +99,10 @@ def dashboard(
             "cookie is not sent in the clear",
             highlight=False,
         )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    warning = fit_open_files(limits)
+    if warning is not None:
+        err_console.print(f"warning: {warning}", highlight=False)
+    serve(app, host, port, limits)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from ragreplay.asgi.guard import WholeBodies
 from ragreplay.asgi.serving import serve_in_thread
 from ragreplay.core.types import Case
 from ragreplay.demo.configs import demo_config
@@ -100,7 +101,7 @@ def run_traffic(
             feedback=FeedbackTap("/feedback"),
         )
         app.close_timeout_s = 120  # let every challenger finish before the log is flushed
-        with serve_in_thread(app, join_timeout=180) as proxy_url:
+        with serve_in_thread(WholeBodies(app), join_timeout=180) as proxy_url:
             answered, rated, failed = asyncio.run(_users(proxy_url, cases, concurrency, on_done))
             stats = httpx.get(proxy_url + "/_shadow/stats", trust_env=False, timeout=10).json()
     stats["shadow_final"] = app.mirror.shadow.stats().as_dict()

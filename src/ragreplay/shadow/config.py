@@ -9,6 +9,7 @@ mirror_paths: [/ask]
 fields: {contexts_path: contexts, tags_path: tags, request_id_path: id}
 feedback: {path: /feedback, id_path: message_id, label_path: rating}
 privacy: {redact: default, hash_user_ids: true}
+server: {header_timeout_s: 10, body_timeout_s: 30, idle_timeout_s: 5, max_connections: 1000, backlog: 2048}
 ```
 
 Flags given on the command line win over the file. ``ragreplay schema shadow`` prints the JSON Schema.
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragreplay.asgi.limits import ServerLimits
 from ragreplay.shadow.mirror import FeedbackTap
 from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.sampler import SamplingConfig
@@ -126,6 +128,9 @@ class ShadowServeConfig(_Section):
     max_body_mb: float = Field(16.0, gt=0, description="Request bodies over this many MB get a 413.")
     max_reply_mb: float = Field(
         4.0, gt=0, description="Challenger replies over this many MB are errors, never stored."
+    )
+    server: ServerLimits = Field(
+        default_factory=ServerLimits, description="Client timeouts and the connection limit."
     )
     host: str = Field("127.0.0.1", description="Interface to listen on.")
     port: int = Field(8787, ge=0, le=65535, description="Port to listen on.")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ragreplay.asgi.guard import WholeBodies
+from ragreplay.asgi.serving import serve
 from ragreplay.errors import ConfigError
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig
@@ -21,7 +23,7 @@ from ragreplay.shadow.serve_app import app_from_config
 from ragreplay.store import Store
 
 CONFIG_ENV = "RAGREPLAY_SHADOW_SERVE_CONFIG"
-APP_FACTORY = "ragreplay.shadow.workers:create_app"
+APP_FACTORY = "ragreplay.shadow.workers:create_served_app"
 
 
 def export_config(cfg: ShadowServeConfig) -> None:
@@ -44,6 +46,12 @@ def create_app() -> Any:
     return app_from_config(cfg, Store.open(_store_url(cfg)))
 
 
+def create_served_app() -> WholeBodies:
+    """What each worker serves (the uvicorn factory): :func:`create_app` behind :class:`WholeBodies`, so a
+    request whose body did not arrive whole never reaches the champion."""
+    return WholeBodies(create_app())
+
+
 def _store_url(cfg: ShadowServeConfig) -> str:
     return cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB
 
@@ -56,21 +64,20 @@ def check_workers(workers: int) -> int:
 
 
 def run_workers(cfg: ShadowServeConfig, workers: int) -> None:
-    """Serve ``cfg`` with ``workers`` uvicorn worker processes (blocks until they stop)."""
-    import uvicorn
-
+    """Serve ``cfg`` with ``workers`` uvicorn worker processes under ``cfg.server``'s limits (blocks until they
+    stop)."""
     if cfg.challengers:
         # create or migrate the store once, here: a bad URL fails before any worker starts, and the workers
         # do not race each other to create the schema
         Store.open(_store_url(cfg)).close()
     export_config(cfg)
-    uvicorn.run(
+    serve(
         APP_FACTORY,
+        cfg.host,
+        cfg.port,
+        cfg.server,
         factory=True,
         workers=check_workers(workers),
-        host=cfg.host,
-        port=cfg.port,
-        log_level="warning",
         # no server/date headers of the proxy's own: the champion's pass through unchanged
         server_header=False,
         date_header=False,
