@@ -243,7 +243,8 @@ def _feedback_table(summary: ComparisonSummary) -> list[dict[str, Any]]:
 
 def calibration_banner(store: Store) -> dict[str, Any] | None:
     """Judge vs reviewers over every review so far, for the overview's banner: the status (``alert``, ``ok`` or
-    ``not-enough-labels``), the overall figure and the slices that alert; ``None`` when nobody reviewed yet."""
+    ``not-enough-labels``), the overall figure, the slices that alert and the newest calibration history per judge
+    version; ``None`` when nobody reviewed yet and there is no history."""
     calibration = calibration_report(store).calibration
 
     def figure(a: Agreement) -> dict[str, Any]:
@@ -257,14 +258,40 @@ def calibration_banner(store: Store) -> dict[str, Any] | None:
             "threshold": a.threshold,
         }
 
-    if calibration.overall.n == 0:
+    history = calibration_history(store)
+    if calibration.overall.n == 0 and not history:
         return None
     return {
         "status": calibration.status,
         "overall": figure(calibration.overall),
         "min_n": calibration.overall.min_n,
         "alerts": [figure(a) for a in calibration.alerts],
+        "history": history,
     }
+
+
+HISTORY_ROWS = 10
+"""Calibration snapshots the overview lists (``ragreplay calibration history`` has them all)."""
+
+
+def calibration_history(store: Store, limit: int = HISTORY_ROWS) -> list[dict[str, Any]]:
+    """The newest calibration snapshots: each judge version's agreement with reviewers when it was computed."""
+    return [
+        {
+            "computed_at": s.computed_at.isoformat(),
+            "judge": s.judge,
+            "judge_version": s.judge_version,
+            "source": s.source,
+            "n": s.n,
+            "agree": s.agree,
+            "value": s.agreement,
+            "low": s.low,
+            "high": s.high,
+            "kappa": s.kappa,
+            "status": s.status,
+        }
+        for s in store.calibration_history.list_history(limit=limit)
+    ]
 
 
 def failure_tag_counts(store: Store, start: datetime) -> list[dict[str, Any]]:
