@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from loopback import serve
-from ragreplay.shadow.proxy import ChampionReply, MirroredRequest, create_proxy
+from ragreplay.shadow.proxy import DEFAULT_TEE_CAP, ChampionReply, MirroredRequest, create_proxy
 
 CHUNKS = [f"chunk-{i}\n".encode() for i in range(4)]
 CHUNK_GAP_S = 0.25
@@ -215,6 +215,25 @@ def test_gzip_body_passes_unchanged_and_the_mirror_gets_it_decoded(champion_url:
             assert resp.text == "compressed answer" and resp.headers["content-encoding"] == "gzip"
             wait_for_mirror()
     assert MIRRORED[-1][1].body == b"compressed answer"
+
+
+def test_a_compressed_reply_is_inflated_for_the_mirror_only_up_to_the_tee_cap() -> None:
+    import gzip
+
+    bomb = gzip.compress(b"\0" * (64 << 20))  # ~64 KB that inflate to 64 MB
+
+    async def gz(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        headers = [(b"content-encoding", b"gzip"), (b"content-length", str(len(bomb)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": bomb})  # type: ignore[operator]
+
+    for url in serve(gz):
+        for proxy in serve(create_proxy(url, mirror)):
+            resp = httpx.get(proxy + "/x", trust_env=False, headers={"Accept-Encoding": "gzip"})
+            assert resp.content == b"\0" * (64 << 20)  # httpx inflates it: the user got the bytes whole
+            wait_for_mirror()
+    reply = MIRRORED[-1][1]
+    assert len(reply.body) == DEFAULT_TEE_CAP and reply.truncated
 
 
 @pytest.mark.parametrize("mode", ["raise", "sleep"])

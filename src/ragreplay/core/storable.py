@@ -12,13 +12,16 @@ from typing import Any
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SLICE = 1 << 18
 
 
 def storable_text(text: str) -> tuple[str, int]:
     """``text`` with every NUL and lone surrogate replaced, and how many were."""
     if text.isascii():  # O(1) in CPython (a flag of the string): no surrogate, so only a NUL can be wrong
         return (text, 0) if "\x00" not in text else (text.replace("\x00", REPLACEMENT), text.count("\x00"))
-    if _UNSTORABLE.search(text) is None:  # one scan, no copy
+    # one scan, no copy, in slices: a thread scanning a long text gives the GIL back between them (a single
+    # regex call would hold it throughout, stalling an event loop in another thread for as long)
+    if all(_UNSTORABLE.search(text, i, i + _SLICE) is None for i in range(0, len(text), _SLICE)):
         return text, 0
     return _UNSTORABLE.subn(REPLACEMENT, text)
 

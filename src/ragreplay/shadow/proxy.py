@@ -128,19 +128,20 @@ def _strip_hop_by_hop(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
     return [(k, v) for k, v in kept if k.lower() not in named]
 
 
-def _decode_body(body: bytes, encoding: str | None) -> bytes:
-    """Undo gzip/deflate for the mirror's copy; a partial (capped) stream decodes as far as it goes."""
+def _decode_body(body: bytes, encoding: str | None, limit: int) -> tuple[bytes, bool]:
+    """Undo gzip/deflate for the mirror's copy, to at most ``limit`` bytes (a small body can inflate a
+    thousandfold), and whether it was cut there; a partial (capped) stream decodes as far as it goes."""
     enc = (encoding or "").strip().lower()
     if enc in ("gzip", "x-gzip", "deflate"):
         wbits = 16 + zlib.MAX_WBITS if enc != "deflate" else zlib.MAX_WBITS
-        try:
-            return zlib.decompressobj(wbits).decompress(body)
-        except zlib.error:
+        for bits in (wbits, -zlib.MAX_WBITS):
+            inflate = zlib.decompressobj(bits)
             try:
-                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body)
+                decoded = inflate.decompress(body, limit)
             except zlib.error:
-                return body
-    return body
+                continue
+            return decoded, bool(inflate.unconsumed_tail)
+    return body, False
 
 
 def _text_pairs(raw: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
@@ -293,12 +294,13 @@ class ShadowProxy:
             body=body,
             received_at=received_at,
         )
+        body, cut = _decode_body(b"".join(teed), upstream.headers.get("content-encoding"), self.tee_cap)
         reply = ChampionReply(
             status=upstream.status,
             headers=_text_pairs(reply_headers),
-            body=_decode_body(b"".join(teed), upstream.headers.get("content-encoding")),
+            body=body,
             latency_ms=latency_ms,
-            truncated=truncated,
+            truncated=truncated or cut,
         )
         self._call_mirror(request, reply)
 
