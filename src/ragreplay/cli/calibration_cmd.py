@@ -45,7 +45,8 @@ FORMATS = ("text", "json")
 SINCE_HELP = "Only reviews submitted since: an age (28d) or an ISO date [default: all]"
 
 calibration_app = typer.Typer(
-    help="Judge vs human agreement; re-judge labelled items with a changed judge; the history per judge version."
+    help="Judge vs human agreement (this command: exit 1 on an alert, 2 on a mistake); `rejudge` the labelled items "
+    "with a changed judge, old vs new side by side; the `history` of agreement per judge version."
 )
 
 
