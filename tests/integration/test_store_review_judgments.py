@@ -29,14 +29,14 @@ def _queue(store: Store, keys: list[str]) -> str:
         )
         for k in keys
     ]
-    return store.reviews.create_queue("calibration", items, recipe={}).id
+    return str(store.reviews.create_queue("calibration", items, recipe={}).id)
 
 
 def _record(queue_id: str, key: str, version: str, winner: str = "champion") -> ReviewJudgmentRecord:
     decision = JudgeDecision(
         judge="fake:a",
         prompt_version=version,
-        winner=winner,  # type: ignore[arg-type]
+        winner=winner,
         scores_champion={"groundedness": 4},
         scores_challenger={"groundedness": 2},
         judge_version=(OLD if version == "p1" else NEW).id,

@@ -64,7 +64,7 @@ def test_local_and_unversioned_judges() -> None:
 
         async def judge(self, *args: object) -> None: ...
 
-    bare = version_of(Bare())  # type: ignore[arg-type]
+    bare = version_of(Bare())
     assert bare.prompt_sha256 == hashlib.sha256(b"v9").hexdigest() and bare.axes == ()
 
 
@@ -75,13 +75,13 @@ def _item(key: str, winner: str | None, version: str) -> ReviewItem:
         question="q",
         champion=ReviewSide(answer="a"),
         challenger_side=ReviewSide(answer="b"),
-        judge=JudgeDecision(judge="j", prompt_version=version, winner=winner),  # type: ignore[arg-type]
+        judge=JudgeDecision(judge="j", prompt_version=version, winner=winner),
     )
 
 
 def _review(key: str, winner: str) -> Review:
     choice = {"champion": "A", "challenger": "B", "tie": "tie"}[winner]
-    return Review(reviewer="ann", item_key=key, a_side="champion", choice=choice)  # type: ignore[arg-type]
+    return Review(reviewer="ann", item_key=key, a_side="champion", choice=choice)
 
 
 def test_old_and_new_on_the_same_items() -> None:
@@ -104,7 +104,7 @@ def test_old_and_new_on_the_same_items() -> None:
         ("gone", new),
     ]
     by_version = decisions_by_version(items, judged)
-    old_id = items["k1"].judge.version  # type: ignore[union-attr]
+    old_id = items["k1"].judge.version
     assert set(by_version) == {old_id, "jv_new"} and set(by_version["jv_new"]) == {"k1", "k2", "k3", "k4"}
     cals = per_version(items, reviews, by_version)
     assert cals[old_id].overall.n == 4 and cals[old_id].overall.agreement.k == 3  # k4 unscored by old
