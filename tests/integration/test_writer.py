@@ -144,3 +144,29 @@ async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store:
         assert store.shadow_judgments.count_unjudged_shadow_rows() == 1
         assert writer.batches < 3
     assert {r.id for r, _ in store.shadow_judgments.load_shadow_judgments()} == {"r0", "r1"}
+
+
+async def test_a_key_that_is_not_stored_costs_no_store_lookup(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.cache.cache_put("k_old", "fake:m", {"q": 0}, {"text": "old"})
+    reads: list[str] = []
+    read = store.cache.cache_get
+    monkeypatch.setattr(store.cache, "cache_get", lambda key: reads.append(key) or read(key))
+    async with StoreWriter(store) as writer:
+        assert [writer.cache_get(f"k_new{i}") for i in range(50)] == [None] * 50
+        assert reads == []  # none of them can be stored: no select, no transaction
+        assert writer.cache_get("k_old") == {"text": "old"}
+        writer.cache_put("k_new1", "fake:m", {"q": 1}, {"text": "new"})
+    async with StoreWriter(store) as writer:
+        assert writer.cache_get("k_new1") == {"text": "new"}  # stored by the last writer: known to this one
+    assert reads == ["k_old", "k_new1"]
+
+
+async def test_a_response_cached_during_the_run_is_found_once_flushed(store: Store) -> None:
+    _run(store)
+    async with StoreWriter(store) as writer:
+        assert writer.cache_get("k1") is None  # the store's keys are read now, before k1 exists
+        writer.cache_put("k1", "fake:m", {"q": 1}, {"text": "a"})
+        await writer.save_result(ResultRecord(run_id="run_w", case_id="c1"))  # flushes k1 too
+        assert writer.cache_get("k1") == {"text": "a"}  # no longer pending: read from the store

@@ -5,7 +5,9 @@ still holds on disk, and a kill loses at most the calls in flight. Batching is w
 model endpoint rather than by per-row transactions on a 2-core machine.
 
 The writer is also the model cache's backend: a response waiting to be flushed is already readable, so two
-cases asking the same question a millisecond apart make one call.
+cases asking the same question a millisecond apart make one call. It reads the store's keys once
+(:class:`~ragreplay.jobs.known_keys.KnownKeys`), so a call whose key is not stored (every call of a cold run)
+costs no lookup; a response another process caches meanwhile is not seen, and at worst paid again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Rewrite
+from ragreplay.jobs.known_keys import KnownKeys
 from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, WriteBatch
 from ragreplay.store.comparisons import ComparisonRowRecord
@@ -34,6 +37,7 @@ class StoreWriter:
         self._batch = WriteBatch()
         self._waiters: list[asyncio.Future[dict[str, Rewrite]]] = []
         self._pending_cache: dict[str, Mapping[str, Any]] = {}
+        self._known: KnownKeys | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragreplay-writer")
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -52,7 +56,11 @@ class StoreWriter:
     def cache_get(self, key: str) -> Mapping[str, Any] | None:
         """A cached response: one still waiting to be flushed, or one in the store."""
         pending = self._pending_cache.get(key)
-        return pending if pending is not None else self._store.cache.cache_get(key)
+        if pending is not None:
+            return pending
+        if self._known is None:
+            self._known = KnownKeys(self._store.cache.iter_keys())
+        return self._store.cache.cache_get(key) if self._known.may_hold(key) else None
 
     def cache_put(
         self, key: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]
@@ -61,6 +69,8 @@ class StoreWriter:
         if key in self._pending_cache:
             return
         self._pending_cache[key] = response
+        if self._known is not None:
+            self._known.add(key)
         self._batch.cache.append(CacheEntry(key, model, request, response))
         self._kick()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,11 @@ class CacheRepository(StoreBase):
         }
         with self._write() as conn:
             conn.execute(self._insert_ignore(llm_cache, ["key"]), [row])
+
+    def iter_keys(self) -> Iterator[str]:
+        """Every cached key, streamed (only the key column is read: an index-only scan)."""
+        with self._read() as conn:
+            yield from conn.execute(select(llm_cache.c.key).execution_options(yield_per=5000)).scalars()
 
     def cache_count(self) -> int:
         """How many responses are cached."""
