@@ -76,3 +76,12 @@ def test_gate_benchmark_runs_small() -> None:
     last = run_benchmark("gate_throughput.py", "--items", "30", "--concurrency", "4", "--latency-ms", "20")
     items, calls, minimum, warm_calls = int(last[1]), int(last[4]), int(last[5]), int(last[9])
     assert items == 30 and calls == minimum == 60 and warm_calls == 0
+
+
+@pytest.mark.parametrize("shape", [[], ["--one-conversation"]])
+def test_ingest_benchmark_runs_small(shape: list[str]) -> None:
+    last = run_benchmark("ingest_speed.py", "--messages", "4000", *shape)
+    file_mb, cases, store_mb = float(last[4]), int(last[5]), float(last[11])
+    assert cases == 2000
+    # one long conversation is stored once, not once more per case (that was 100x the file at 4,000 messages)
+    assert store_mb < 20 * max(file_mb, 0.1)

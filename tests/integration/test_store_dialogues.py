@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select, text
 
 from ragreplay.core.extract import extract_cases
@@ -54,6 +55,8 @@ def test_a_long_conversation_is_stored_once_and_read_back_whole(store: Store, tm
     large_chars = stored_chars(store) - small_chars
     # 8x the turns: linear is ~8x the characters, storing each case's history again would be ~64x
     assert large_chars < 12 * small_chars
+    with store._engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(dialogues)).scalar_one() == 2
 
     conv = store.cases.get_conversation("large")
     assert conv is not None
@@ -65,10 +68,15 @@ def test_a_long_conversation_is_stored_once_and_read_back_whole(store: Store, tm
     assert store.cases.get_cases(some) == {k: expected[k] for k in some}
 
 
-def test_a_later_export_does_not_change_what_an_earlier_case_saw(store: Store, tmp_path: Path) -> None:
-    ingest_file(write_log(tmp_path / "v1.jsonl", long_conversation(2, "c", first="first version")), store)
+@pytest.mark.parametrize("turns", [2, 12], ids=["inline", "dialogue"])
+def test_a_later_export_does_not_change_what_an_earlier_case_saw(
+    store: Store, tmp_path: Path, turns: int
+) -> None:
+    ingest_file(write_log(tmp_path / "v1.jsonl", long_conversation(turns, "c", first="first version")), store)
     before = {c.id: c for c in store.cases.iter_cases()}
-    ingest_file(write_log(tmp_path / "v2.jsonl", long_conversation(3, "c", first="edited later")), store)
+    ingest_file(
+        write_log(tmp_path / "v2.jsonl", long_conversation(turns + 1, "c", first="edited later")), store
+    )
     after = {c.id: c for c in store.cases.iter_cases()}
     kept = [k for k in before if before[k].history]
     assert kept and all(after[k] == before[k] for k in kept)
@@ -90,7 +98,7 @@ def test_a_case_given_with_its_history_is_stored_the_same(store: Store) -> None:
         ),
     )
     full, skips = extract_cases(conv)
-    light, _ = extract_cases(conv, with_history=False)
+    light, _ = extract_cases(conv, history_up_to=0)
     assert [c.history for c in light] == [(), ()] and len(full[1].history) == 2
     record = SourceRecord(
         id="src_1", path="x", format="canonical", ingested_at=datetime(2026, 1, 1, tzinfo=UTC)

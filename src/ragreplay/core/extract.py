@@ -8,7 +8,12 @@ from ragreplay.core.ids import case_id
 from ragreplay.core.types import Case, Conversation, Message, RetrievedChunk, Role, Skip, SkipReason
 
 
-def extract_cases(conv: Conversation, with_history: bool = True) -> tuple[list[Case], list[Skip]]:
+SHORT_HISTORY = 16
+"""A history of at most this many messages is short: the store keeps it with its case (a longer one is kept
+once per conversation), so ingest extracts only short histories."""
+
+
+def extract_cases(conv: Conversation, history_up_to: int | None = None) -> tuple[list[Case], list[Skip]]:
     """Split ``conv`` into the cases it yields and the messages it skips, each skip with its reason.
 
     An AI message answers the nearest human message before it that no earlier AI message has answered yet
@@ -26,10 +31,11 @@ def extract_cases(conv: Conversation, with_history: bool = True) -> tuple[list[C
 
     A case's history is every human and AI message before its query (system and tool messages dropped); its
     timestamp is the AI message's, else the query's; tags and user id come from the conversation. With
-    ``with_history=False`` every case's history is left empty (:class:`Dialogue` gives it back), so a
-    conversation of n messages costs O(n), not O(n^2), to extract and to store.
+    ``history_up_to`` a case whose history is longer than that is given none (:class:`Dialogue` gives it
+    back), so a conversation of n messages costs O(n), not O(n^2), to extract and to store.
     """
-    dialogue = Dialogue(conv) if with_history else None
+    dialogue = Dialogue(conv)
+    limit = len(conv.messages) if history_up_to is None else history_up_to
     cases: list[Case] = []
     skips: list[Skip] = []
     seen_human = False
@@ -61,11 +67,13 @@ def extract_cases(conv: Conversation, with_history: bool = True) -> tuple[list[C
         elif not conv.messages[query_index].content.strip():
             skip(index, SkipReason.EMPTY_QUERY)
         else:
-            cases.append(_make_case(conv, index, query_index, dialogue))
+            cases.append(_make_case(conv, index, query_index, dialogue, limit))
     return cases, skips
 
 
-def _make_case(conv: Conversation, answer_index: int, query_index: int, dialogue: Dialogue | None) -> Case:
+def _make_case(
+    conv: Conversation, answer_index: int, query_index: int, dialogue: Dialogue, limit: int
+) -> Case:
     answer = conv.messages[answer_index]
     query = conv.messages[query_index]
     assert answer.feedback is not None  # checked by the caller
@@ -74,7 +82,7 @@ def _make_case(conv: Conversation, answer_index: int, query_index: int, dialogue
         conversation_id=conv.id,
         turn_index=answer_index,
         query=query.content,
-        history=() if dialogue is None else dialogue.history(answer_index),
+        history=dialogue.history(answer_index) if dialogue.history_length(answer_index) <= limit else (),
         old_answer=answer.content,
         feedback=answer.feedback,
         retrieved=answer.retrieved,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from ragreplay.core.extract import extract_cases
+from ragreplay.core.extract import SHORT_HISTORY, extract_cases
 from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Skip
 from ragreplay.errors import ConfigError, InputError, InputProblem
@@ -131,7 +131,7 @@ def _count(
 ) -> Tally:
     tally = Tally()
     for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
-        tally.add(conv, *extract_cases(conv, with_history=False))
+        tally.add(conv, *extract_cases(conv, history_up_to=SHORT_HISTORY))
     return tally
 
 
@@ -181,7 +181,7 @@ def ingest_file(
     def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
         for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, before.st_size)):
             # the store keeps each conversation's dialogue once, so the cases need not carry their history
-            cases, skips = extract_cases(conv, with_history=False)
+            cases, skips = extract_cases(conv, history_up_to=SHORT_HISTORY)
             tally.add(conv, cases, skips)
             yield conv, cases, skips
         after = path.stat()

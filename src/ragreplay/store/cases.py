@@ -9,13 +9,18 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy import Connection, Row, func, select, tuple_, update
 
-from ragreplay.core.extract import Dialogue
+from ragreplay.core.extract import SHORT_HISTORY, Dialogue
 from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Message, Skip, SkipReason
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
 from ragreplay.store.schema import cases, conversations, dialogues, skips, sources
 
 _MESSAGES = TypeAdapter(tuple[Message, ...])
+
+
+def _with(case: Case, history: tuple[Message, ...]) -> Case:
+    """``case`` with ``history`` (already validated), without copying the rest; model_copy would copy it."""
+    return Case.model_construct(case.model_fields_set, **{**case.__dict__, "history": history})
 
 
 class _IngestBatch:
@@ -34,10 +39,10 @@ class _IngestBatch:
     def add(self, conversation: Conversation, new_cases: Sequence[Case], new_skips: Sequence[Skip]) -> None:
         """Queue one conversation with its cases and skips.
 
-        The cases' histories are not stored with them: the conversation's dialogue is stored once (by the
-        hash of its content, so a later, longer export of the conversation does not change what an earlier
-        case saw) and each case keeps how much of it is its history. A case may come with its history or
-        without it (``extract_cases(..., with_history=False)``); either way it is the dialogue's.
+        A long conversation's dialogue is stored once (by the hash of its content, so a later, longer export
+        of the conversation does not change what an earlier case saw), and each case keeps how much of it is
+        its history; short histories (up to ``SHORT_HISTORY`` messages) are stored with their case. A case may come with its history or
+        without it (``extract_cases(..., history_up_to=...)``); either way it is the dialogue's.
         """
         # A conversation seen twice keeps its last version; a case its first (as the database would).
         self.conversations[conversation.id] = {
@@ -49,21 +54,30 @@ class _IngestBatch:
         }
         if new_cases:
             dialogue = Dialogue(conversation)
-            dialogue_id = self._add_dialogue(dialogue) if dialogue.messages else None
+            # Short histories stay inline (one row less per conversation); a long one is stored once.
+            longest = max(dialogue.history_length(c.turn_index) for c in new_cases)
+            dialogue_id = self._add_dialogue(dialogue) if longest > SHORT_HISTORY else None
             for case in new_cases:
                 if case.id in self.cases:
                     continue
                 history_len = dialogue.history_length(case.turn_index)
                 if case.history and len(case.history) != history_len:
                     raise ValueError(f"case {case.id}: its history is not its conversation's dialogue")
-                light = case.model_copy(update={"history": ()}) if case.history else case
+                if dialogue_id is None:
+                    stored = (
+                        case
+                        if case.history or not history_len
+                        else _with(case, dialogue.history(case.turn_index))
+                    )
+                else:
+                    stored = _with(case, ()) if case.history else case
                 self.cases[case.id] = {
                     "id": case.id,
                     "source_id": self.source_id,
                     "conversation_id": case.conversation_id,
                     "turn_index": case.turn_index,
                     "feedback": case.feedback.value,
-                    "data": light.model_dump_json(),
+                    "data": stored.model_dump_json(),
                     # a case without history needs no dialogue (and reads like a row from before them)
                     "dialogue_id": dialogue_id if history_len else None,
                     "history_len": history_len,
@@ -229,9 +243,7 @@ def _cases_of(
     for row in rows:
         case = Case.model_validate_json(row.data)
         if row.dialogue_id is not None:  # rows stored before migration 13 hold their history in ``data``
-            history = messages[row.dialogue_id][: row.history_len]
-            # the history is validated already; model_copy would copy it again, for every case
-            case = Case.model_construct(case.model_fields_set, **{**case.__dict__, "history": history})
+            case = _with(case, messages[row.dialogue_id][: row.history_len])
         found.append(case)
     return found
 
