@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +14,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeRemainingColumn,
 )
@@ -43,6 +46,31 @@ def progress_bar() -> Progress:
     )
 
 
+def progress_updater(
+    bar: Progress, task: TaskID, every_s: float = 0.1, clock: Callable[[], float] = time.monotonic
+) -> runner.ProgressCallback:
+    """The runner's progress callback for ``bar``: called after every case, it redraws at most every
+    ``every_s`` (rich's rate is computed over its samples on each update) and always for the last case."""
+    shown = [float("-inf")]
+
+    def on_progress(p: runner.Progress) -> None:
+        now = clock()
+        if now - shown[0] < every_s and p.done < p.total:
+            return
+        shown[0] = now
+        speed = bar.tasks[task].speed
+        bar.update(
+            task,
+            completed=p.done,
+            rate=f"{speed:.1f}" if speed else "–",
+            cost=p.cost_usd,
+            errors=p.errors,
+            unscorable=p.unscorable,
+        )
+
+    return on_progress
+
+
 async def run_replay(
     store: Store,
     settings: Settings,
@@ -68,16 +96,7 @@ async def run_replay(
             console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}")
         bar.start()
 
-    def on_progress(p: runner.Progress) -> None:
-        speed = bar.tasks[task].speed
-        bar.update(
-            task,
-            completed=p.done,
-            rate=f"{speed:.1f}" if speed else "–",
-            cost=p.cost_usd,
-            errors=p.errors,
-            unscorable=p.unscorable,
-        )
+    on_progress = progress_updater(bar, task)
 
     try:
         return await replay(
