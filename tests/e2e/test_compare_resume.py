@@ -154,6 +154,7 @@ def test_a_comparison_stopped_by_ctrl_c_resumes_with_only_the_remaining_cases(
 def test_compare_report_of_an_unknown_comparison_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    Store.open(str(tmp_path / "s.db")).close()  # an empty store: a missing one is refused
     assert main(["compare-report", "cmp_nope", "--db", str(tmp_path / "s.db")]) == 2
     assert "no comparison matches 'cmp_nope'" in " ".join(capsys.readouterr().err.split())
     assert main(["comparisons", "--db", str(tmp_path / "s.db")]) == 0

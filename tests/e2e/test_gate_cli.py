@@ -109,6 +109,7 @@ def test_the_local_judge_never_decides_unless_accepted(tmp_path: Path, store_url
 
 def test_what_cannot_run_exits_3(tmp_path: Path, store_url: str) -> None:
     champion, challenger = targets(tmp_path, {"champion": {}, "challenger": {}})
+    Store.open(store_url).close()  # an empty store: a missing one is refused (exit 3 too)
     no_set = gate(store_url, champion, challenger)
     assert no_set.returncode == 3 and "regset build" in no_set.stderr and "Traceback" not in no_set.stderr
     make_set(store_url, PASSING)

@@ -269,6 +269,7 @@ def test_wounds_fixed_in_the_last_gates_graduate_to_wins(
 def test_user_mistakes_exit_2_with_the_fix(
     store_url: str, args: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    Store.open(store_url).close()  # an empty store: a missing one is refused before any of these checks
     assert cli(store_url, *args) == 2
     _, err = out_err(capsys)
     assert message in err and "Traceback" not in err

@@ -67,6 +67,7 @@ def test_triage_splits_bad_no_fit_rows_into_three_groups(
 def test_triage_of_an_unknown_run_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    Store.open(str(tmp_path / "s.db")).close()  # an empty store: a missing one is refused
     assert main(["triage", "run_nope", "--judge", "local", "--db", str(tmp_path / "s.db")]) == 2
     assert "no run matches 'run_nope'" in capsys.readouterr().err
 

@@ -184,6 +184,7 @@ def test_user_mistakes_exit_2_with_a_fix(store_url: str, capsys: pytest.CaptureF
     assert "Fix: use e.g. 7d" in capsys.readouterr().err
     assert main(["shadow", "judge", "--db", store_url, "--order", "sideways"]) == 2
     assert main(["shadow", "report", "--db", store_url, "--format", "pdf"]) == 2
+    Store.open(store_url).close()  # an empty store: a missing one is refused (exit 2)
     assert main(["shadow", "report", "--db", store_url]) == 0
     assert "run `ragreplay shadow judge" in capsys.readouterr().err
 

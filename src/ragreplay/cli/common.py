@@ -24,6 +24,7 @@ from rich.text import Text
 from ragreplay.errors import ConfigError
 from ragreplay.settings import Settings, load_settings
 from ragreplay.store import Store
+from ragreplay.store.location import require_existing_store
 
 console = Console()
 err_console = Console(stderr=True)
@@ -35,8 +36,11 @@ def settings_from(config: Path | None, **overrides: Any) -> Settings:
 
 
 @contextmanager
-def open_store(url: str) -> Iterator[Store]:
-    """Open the store at ``url`` for the duration of a command."""
+def open_store(url: str, create: bool = False) -> Iterator[Store]:
+    """Open the store at ``url`` for the duration of a command; a SQLite file that does not exist is refused
+    (a mistyped ``--db``) unless ``create`` (the commands that fill a store)."""
+    if not create:
+        require_existing_store(url)
     store = Store.open(url)
     try:
         yield store

@@ -132,7 +132,7 @@ def compare(
         raise ConfigError(f"--limit {limit}: must be at least 1")
     named = parse_challengers(challenger)
     settings = settings_from(config, db=db, concurrency=concurrency)
-    with open_store(settings.db) as store:
+    with open_store(settings.db, create=True) as store:  # --cases FILE ingests it
         selected, label = resolve_cases(store, cases, limit)
         summary = asyncio.run(
             _run(

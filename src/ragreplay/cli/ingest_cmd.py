@@ -50,7 +50,7 @@ def ingest(
         return
     settings = settings_from(config, db=db)
     with (
-        open_store(settings.db) as store,
+        open_store(settings.db, create=True) as store,
         Progress(
             "[progress.description]{task.description}",
             BarColumn(),

@@ -276,7 +276,7 @@ def import_(
 ) -> None:
     """Import an exported set as a new version. Every line is checked first; a bad file writes nothing."""
     settings = settings_from(config, db=db)
-    with open_store(settings.db) as store:
+    with open_store(settings.db, create=True) as store:
         version = import_version(store, file)
     _say(f"imported {file} as {version.record.label} ({version.record.id}): {version.record.note}")
 

@@ -141,7 +141,7 @@ def run(
     )
     loaded_target = load_target(target)
     tags = parse_tags(tag)
-    with open_store(settings.db) as store:
+    with open_store(settings.db, create=True) as store:
         cases = select_cases(store, source, tags, limit)
         selection: dict[str, object] = {"source_ids": source or None, "tags": tags or None, "limit": limit}
         try:

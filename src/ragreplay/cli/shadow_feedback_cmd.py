@@ -113,7 +113,7 @@ def _import(source: FeedbackFile, db: str | None, dry_run: bool, config: Path | 
     written = None
     if not dry_run:
         settings = settings_from(config, db=db)
-        with open_store(settings.db) as store:
+        with open_store(settings.db, create=True) as store:
             written = write_feedback(store, source.items())
     err_console.print(
         summary_line(source.name, counts, source.now, written), markup=False, highlight=False, soft_wrap=True
