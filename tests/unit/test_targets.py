@@ -397,3 +397,11 @@ def test_version_ignores_spelling_of_defaults(tmp_path: Path) -> None:
 async def test_answer_is_frozen_model() -> None:
     answer = await FakeTarget({"q": "a"}).answer("q", make_case())
     assert isinstance(answer, Answer)
+
+
+def test_a_module_beside_the_target_file_imports_without_python_path(tmp_path: Path) -> None:
+    folder = tmp_path / "targets"
+    folder.mkdir()
+    (folder / "beside_rag_mod.py").write_text("def answer(question):\n    return 'beside'\n")
+    cfg_path = write(folder, "target:\n  kind: python\n  function: beside_rag_mod:answer\n")
+    assert isinstance(load_target(cfg_path), PythonTarget)

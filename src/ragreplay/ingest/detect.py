@@ -41,8 +41,8 @@ def _cannot_tell(path: Path, line: int | None, why: str) -> InputError:
     )
 
 
-def _json_format(obj: dict[str, Any], mapping: FieldMapping) -> str | None:
-    obj = mapping.rename(obj)
+def _json_format(raw: dict[str, Any], mapping: FieldMapping) -> str | None:
+    obj = mapping.rename(raw)
     messages = obj.get("messages")
     if isinstance(messages, list):
         dicts = [mapping.rename(m) for m in messages if isinstance(m, dict)]
@@ -55,7 +55,7 @@ def _json_format(obj: dict[str, Any], mapping: FieldMapping) -> str | None:
         if "id" in obj and not openai_like:
             return "canonical"
         return "openai"
-    if "conversation_id" in obj:
+    if "conversation_id" in mapping.for_flat_rows().rename(raw):
         return "flat"
     return None
 
@@ -83,7 +83,7 @@ def detect_format(path: Path, mapping: FieldMapping | None = None) -> str:
         if fmt is None:
             raise _cannot_tell(path, line_no, "the first object has neither 'messages' nor a conversation id")
         return fmt
-    header = [mapping.canonical(h.strip()) for h in next(csv.reader([text]), [])]
+    header = [mapping.for_flat_rows().canonical(h.strip()) for h in next(csv.reader([text]), [])]
     if "conversation_id" in header:
         return "flat"
     raise _cannot_tell(path, line_no, "not JSON lines, and no 'conversation_id' column in a CSV header")

@@ -49,7 +49,7 @@ def read_flat(
     (``contiguous`` trusts the file, ``spool`` always uses SQLite); ``auto`` checks first.
     Problems are handled as in :func:`~ragreplay.ingest.canonical.read_canonical`.
     """
-    mapping = mapping or FieldMapping()
+    mapping = (mapping or FieldMapping()).for_flat_rows()
     log = problems if problems is not None else ProblemLog(str(path))
     if grouping == "auto":
         grouping = "contiguous" if is_contiguous(path, mapping) else "spool"

@@ -94,6 +94,14 @@ class FieldMapping(BaseModel):
             raise ConfigError(f"{path}: a field mapping must be a YAML mapping. Fix: use 'key: value' lines.")
         return cls.from_dict(data, origin=str(path))
 
+    def for_flat_rows(self) -> FieldMapping:
+        """This mapping as flat rows read it: their conversation id is the ``conversation_id`` column, so a field
+        mapped to ``id`` (a conversation's id in canonical logs, e.g. ``fields: {session: id}``) maps to it."""
+        if "id" not in self.fields.values():
+            return self
+        fields = {src: "conversation_id" if dst == "id" else dst for src, dst in self.fields.items()}
+        return self.model_copy(update={"fields": fields})
+
     def canonical(self, name: str) -> str:
         """The canonical name of source field ``name``."""
         return self.fields.get(name, name)

@@ -133,11 +133,18 @@ class PythonTarget(TargetBase):
 def python_target_from_config(
     cfg: PythonTargetConfig, base_dir: Path, name: str, source: str
 ) -> PythonTarget:
-    """Import the configured function (or call the factory) and wrap it; problems raise ConfigError."""
+    """Import the configured function (or call the factory) and wrap it; problems raise ConfigError.
+
+    ``python_path`` entries (relative to the target file) are searched first; the target file's own folder is
+    searched last, so a module beside the YAML imports without any ``python_path``.
+    """
     for entry in cfg.python_path:
         directory = str((base_dir / entry).resolve())
         if directory not in sys.path:
             sys.path.insert(0, directory)
+    beside = str(base_dir.resolve())
+    if beside not in sys.path:
+        sys.path.append(beside)
     module_name, _, attr_path = cfg.function.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -196,7 +203,7 @@ def _file_hash(path: str | None) -> str | None:
 
 
 def _problem(source: str, message: str, cfg: PythonTargetConfig) -> ConfigError:
-    fix = "check 'module:function' and 'python_path' (relative to the target file)"
+    fix = "check 'module:function'; a module outside the target file's folder needs 'python_path' (relative to it)"
     if cfg.python_path:
         fix += f"; searched {cfg.python_path}"
     return ConfigError(str(InputProblem(source, None, "target.function", message, fix)))
