@@ -17,6 +17,7 @@ import typer
 from ragreplay.asgi.guard import WholeBodies
 from ragreplay.asgi.limits import fit_open_files
 from ragreplay.asgi.serving import serve as serve_app
+from ragreplay.cli.listen import check_listen
 from ragreplay.errors import ConfigError
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.settings import DEFAULT_DB
@@ -317,6 +318,7 @@ def serve(
     flags = dict(locals())
     workers = check_workers(flags.pop("workers"))
     cfg = resolve_config(flags.pop("config"), flags)
+    check_listen(cfg.host, cfg.port)  # before the banner: a busy port is one clear error
     typer.echo(
         f"shadow proxy on http://{cfg.host}:{cfg.port} -> {cfg.champion}; "
         + (

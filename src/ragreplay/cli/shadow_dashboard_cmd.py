@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,7 @@ import typer
 from ragreplay.asgi.limits import DEFAULT_LIMITS, ServerLimits, fit_open_files
 from ragreplay.asgi.serving import serve
 from ragreplay.cli.common import err_console, settings_from
-from ragreplay.errors import ConfigError
+from ragreplay.cli.listen import check_listen
 
 DEFAULT_PORT = 8788
 
@@ -24,27 +23,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def check_listen(host: str, port: int) -> None:
-    """Fail with a fix when ``host:port`` cannot be listened on (taken, or not an address of this machine)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ConfigError(
-            f"--host {host!r} is not a known host name or address ({exc.strerror}). Fix: use 127.0.0.1 "
-            "(this machine only) or 0.0.0.0 (every interface)"
-        ) from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: choose another --port, or stop "
-                "what uses that one"
-            ) from None
 
 
 def dashboard(
