@@ -17,6 +17,7 @@ from ragreplay.cli import (
     regset_cmd,
     report_cmd,
     review_cmd,
+    root_options,
     run_cmd,
     schema_cmd,
     shadow_cmd,
@@ -36,7 +37,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain help: rich markup would swallow the "[default: ...]" of every option's help text
+    rich_markup_mode=None,
 )
+app.callback(epilog=root_options.EXIT_CODES)(root_options.root)
 app.command()(ingest_cmd.ingest)
 app.command()(run_cmd.run)
 app.command()(report_cmd.report)
