@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from ragreplay.errors import ConfigError
 from ragreplay.shadow.mirror import RequestFields, ShadowServeApp
 from ragreplay.shadow.serve_app import build_app
 from ragreplay.store import Store
+from relay import TcpRelay
 
 N = 30
 TIMEOUT_S = 0.5
@@ -301,49 +301,6 @@ async def test_the_sampler_decides_before_any_body_is_read() -> None:
     assert (shadow.stats().seen, shadow.stats().sampled) == (2, 0)
     await shadow.aclose()
     await target.aclose()
-
-
-class TcpRelay:
-    """A loopback TCP relay to ``port`` on its own thread; ``cut()`` closes the listener and every link."""
-
-    def __init__(self, port: int) -> None:
-        self.target = port
-        self.loop = asyncio.new_event_loop()
-        self.links: set[asyncio.StreamWriter] = set()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.server = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._link, "127.0.0.1", 0), self.loop
-        ).result(5)
-        self.port = self.server.sockets[0].getsockname()[1]
-
-    async def _link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        self.links |= {writer, up_writer}
-
-        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            except OSError:
-                pass
-            finally:
-                dst.close()
-
-        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
-
-    def cut(self) -> None:
-        async def close() -> None:
-            self.server.close()
-            for writer in self.links:
-                writer.transport.abort()
-
-        asyncio.run_coroutine_threadsafe(close(), self.loop).result(5)
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 @pytest.mark.postgres

@@ -30,6 +30,7 @@ from ragreplay.cli import (
 )
 from ragreplay.cli.common import err_console
 from ragreplay.errors import RagreplayError
+from ragreplay.store import StoreUnavailable
 
 app = typer.Typer(
     name="ragreplay",
@@ -68,13 +69,21 @@ app.add_typer(review_cmd.review_app, name="review")
 app.add_typer(calibration_cmd.calibration_app, name="calibration")
 
 
+EXIT_STORE_UNAVAILABLE = 75
+"""The store stopped answering mid-command (sysexits' EX_TEMPFAIL: try again later); nothing finished is lost."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; user mistakes print a clear message and exit 2, never a traceback.
 
-    Usage errors (unknown option, missing argument) are reported by typer itself, also with exit code 2.
+    Usage errors (unknown option, missing argument) are reported by typer itself, also with exit code 2. A store
+    that stops answering mid-command (:class:`StoreUnavailable`) exits 75 with the message: run it again.
     """
     try:
         app(args=argv, standalone_mode=True)
+    except StoreUnavailable as exc:
+        err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)
+        return EXIT_STORE_UNAVAILABLE
     except RagreplayError as exc:
         # soft wrap: paths and commands in an error must stay whole to be copied
         err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)

@@ -11,14 +11,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DataError, IntegrityError, OperationalError, StatementError
 from sqlalchemy.pool import StaticPool
 
-from ragreplay.errors import RagreplayError
+from ragreplay.store.failures import StoreError, StoreUnavailable
+from ragreplay.store.liveness import StoreTimeouts, name_store_failures, postgres_connect_args, use_deadline
+
+__all__ = ["StoreError", "StoreUnavailable", "connection_failure", "create_store_engine", "parse_store_url"]
 
 BUSY_TIMEOUT_MS = 30_000
 SUPPORTED = "a file path, sqlite:///path/to/store.db or postgresql://user:password@host:5432/dbname"
-
-
-class StoreError(RagreplayError):
-    """The store cannot be opened or used as asked: bad URL, unreachable server, newer schema, etc."""
 
 
 def parse_store_url(url_or_path: str) -> tuple[URL, str]:
@@ -71,11 +70,19 @@ def _mask_unparseable(text: str) -> str:
     return f"{scheme}{sep}{user}:***@{host}"
 
 
-def create_store_engine(url: URL) -> Engine:
-    """An engine for ``url`` with the connection settings the store relies on."""
+def create_store_engine(url: URL, timeouts: StoreTimeouts | None = None) -> Engine:
+    """An engine for ``url`` with the connection settings the store relies on; a store that stops answering
+    raises :class:`StoreUnavailable` (``timeouts``: from the environment by default, see ``store.liveness``)."""
     if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url)
-    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+        engine = _sqlite_engine(url)
+        name_store_failures(engine, url.render_as_string(), StoreTimeouts(), BUSY_TIMEOUT_MS / 1000)
+        return engine
+    args, in_force = postgres_connect_args(url, timeouts or StoreTimeouts.from_env())
+    engine = create_engine(url, pool_pre_ping=True, connect_args=args)
+    use_deadline(engine, in_force.answer_deadline_s())
+    display = url.set(drivername="postgresql").render_as_string(hide_password=True)
+    name_store_failures(engine, display, in_force, BUSY_TIMEOUT_MS / 1000)
+    return engine
 
 
 def _sqlite_engine(url: URL) -> Engine:
