@@ -56,3 +56,30 @@ def test_ingest_creates_the_store_and_then_readers_open_it(
     assert db.exists()
     assert main(["sources", "--db", str(db)]) == 0
     assert "log.jsonl" in capsys.readouterr().out
+
+
+def test_a_dry_run_after_an_ingest_says_already_ingested(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "ragreplay.db"
+    log = write(
+        tmp_path,
+        "log.jsonl",
+        jsonl(
+            {
+                "id": "c1",
+                "messages": [
+                    {"role": "human", "content": "Who is Lisa?"},
+                    {"role": "ai", "content": "Lisa is the HR lead.", "feedback": "good"},
+                ],
+            }
+        ),
+    )
+    assert main(["ingest", str(log), "--dry-run", "--db", str(db)]) == 0
+    assert not db.exists()  # a dry run creates no store
+    assert "already_ingested │ False" in " ".join(capsys.readouterr().out.split())
+    assert main(["ingest", str(log), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(log), "--dry-run", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "already_ingested │ True" in out and "already ingested as source" in out

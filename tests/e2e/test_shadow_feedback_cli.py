@@ -67,7 +67,7 @@ def test_import_summary_store_and_reimport(
     now = re.search(r"got the import time (\S+)$", err.strip())
     assert now is not None
     assert err.strip() == (
-        f"imported 3 label(s) (1 good, 2 bad) from {path}; 1 skipped (no label); "
+        f"read 3 label(s) (1 good, 2 bad) from {path}: 2 new, 0 already imported; 1 skipped (no label); "
         "2 on requests with a shadow row; "
         "1 older than the label already stored for their request (not kept); "
         f"1 without a ts got the import time {now.group(1)}"
@@ -84,7 +84,9 @@ def test_import_summary_store_and_reimport(
 
     # Importing the file again: the labels with a ts change nothing; r3 gets the new import time.
     assert main(args) == 0
-    assert "imported 3 label(s)" in capsys.readouterr().err
+    assert (
+        f"read 3 label(s) (1 good, 2 bad) from {path}: 1 new, 1 already imported;" in capsys.readouterr().err
+    )
     with Store.open(store_url) as store:
         assert store.shadow_feedback.count_shadow_feedback() == (3, 2)
         assert store.shadow_feedback.shadow_feedback_for(["r1"])["r1"].ts == T0
@@ -98,7 +100,7 @@ def test_many_lines_in_batches(tmp_path: Path, store_url: str, capsys: pytest.Ca
     args = ["shadow", "feedback", str(path), "--db", store_url, "--feedback-field", "rating"]
     assert main([*args, "--rating-threshold", "4"]) == 0
     err = capsys.readouterr().err
-    assert "imported 2500 label(s) (1000 good, 1500 bad)" in err
+    assert "read 2500 label(s) (1000 good, 1500 bad)" in err
     assert "0 skipped (no label); 2 on requests with a shadow row" in err
     with Store.open(store_url) as store:
         assert store.shadow_feedback.count_shadow_feedback() == (2500, 2)
@@ -179,7 +181,9 @@ def test_stdin_jsonl_and_no_redact(
 
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
     assert main(["shadow", "feedback", "-", "--db", str(db), "--no-redact"]) == 0
-    assert "imported 1 label(s) (0 good, 1 bad) from <stdin>" in capsys.readouterr().err
+    assert (
+        "read 1 label(s) (0 good, 1 bad) from <stdin>: 1 new, 0 already imported" in capsys.readouterr().err
+    )
     stored = _stored(f"sqlite:///{db}", ["r1"])["r1"]
     assert (stored.comment, stored.source) == ("a@b.com", "import")
 
@@ -200,3 +204,23 @@ def test_own_redactor_for_comments_and_a_bad_one_refused(
     capsys.readouterr()
     assert main(["shadow", "feedback", str(path), "--db", str(db), "--redact", "acme_privacy:nope"]) == 2
     assert "has no function 'nope'" in " ".join(capsys.readouterr().err.split())
+
+
+def test_importing_the_same_file_again_says_nothing_new(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "thumbs.jsonl"
+    path.write_text(
+        '{"request_id": "a", "feedback": "good", "ts": 1790000000}\n'
+        '{"request_id": "b", "feedback": "bad", "ts": 1790000001}\n',
+        encoding="utf-8",
+    )
+    args = ["shadow", "feedback", str(path), "--db", store_url]
+    assert main(args) == 0
+    assert (
+        f"read 2 label(s) (1 good, 1 bad) from {path}: 2 new, 0 already imported" in capsys.readouterr().err
+    )
+    assert main(args) == 0
+    assert (
+        f"read 2 label(s) (1 good, 1 bad) from {path}: 0 new, 2 already imported" in capsys.readouterr().err
+    )

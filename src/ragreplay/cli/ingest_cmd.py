@@ -13,6 +13,7 @@ from ragreplay.cli.common import console, open_store, settings_from
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.yaml_files import load_model, read_yaml
+from ragreplay.store.location import store_exists
 
 
 def _summary_table(summary: IngestSummary, title: str) -> Table:
@@ -26,6 +27,14 @@ def _summary_table(summary: IngestSummary, title: str) -> Table:
         else:
             table.add_row(key, str(value))
     return table
+
+
+def _dry_run(path: Path, fmt: str | None, mapping: FieldMapping | None, db: str) -> IngestSummary:
+    """Validate and count ``path``; against the store when there is one, so ``already_ingested`` is known."""
+    if not store_exists(db):
+        return validate_file(path, fmt, mapping)
+    with open_store(db) as store:
+        return ingest_file(path, store, fmt, mapping, dry_run=True)
 
 
 def ingest(
@@ -44,11 +53,12 @@ def ingest(
 ) -> None:
     """Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing."""
     field_mapping = load_model(FieldMapping, read_yaml(mapping), str(mapping)) if mapping else None
-    if dry_run:
-        summary = validate_file(path, fmt, field_mapping)
-        console.print(_summary_table(summary, f"{path} is valid (dry run: nothing written)"))
-        return
     settings = settings_from(config, db=db)
+    if dry_run:
+        summary = _dry_run(path, fmt, field_mapping, settings.db)
+        seen = f" and already ingested as source {summary.source_id}" if summary.already_ingested else ""
+        console.print(_summary_table(summary, f"{path} is valid{seen} (dry run: nothing written)"))
+        return
     with (
         open_store(settings.db, create=True) as store,
         Progress(

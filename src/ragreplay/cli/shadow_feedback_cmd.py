@@ -43,11 +43,11 @@ def _iso(ts: datetime) -> str:
 
 def summary_line(name: str, counts: ImportCounts, now: datetime, written: WriteCounts | None) -> str:
     """The one-line summary; ``written`` is ``None`` for a dry run."""
-    verb = "would import" if written is None else "imported"
-    parts = [
-        f"{verb} {counts.labels} label(s) ({counts.good} good, {counts.bad} bad) from {name}",
-        f"{counts.skipped} skipped (no label)",
-    ]
+    verb = "would import" if written is None else "read"
+    head = f"{verb} {counts.labels} label(s) ({counts.good} good, {counts.bad} bad) from {name}"
+    if written is not None:
+        head += f": {written.new} new, {written.already_stored} already imported"
+    parts = [head, f"{counts.skipped} skipped (no label)"]
     if written is not None:
         parts.append(f"{written.shadowed} on requests with a shadow row")
         if written.older_than_stored:

@@ -106,12 +106,19 @@ class ImportCounts:
 
 @dataclass
 class WriteCounts:
-    """What writing did: labels sent to the store, how many rate a request with a shadow row, and how many
-    were older than the label the store already held for their request (that one was kept)."""
+    """What writing did: labels sent to the store, how many rate a request with a shadow row, how many were
+    older than the label the store already held for their request (that one was kept), and how many the store
+    held already, the same label at the same time (imported before)."""
 
     written: int = 0
     shadowed: int = 0
     older_than_stored: int = 0
+    already_stored: int = 0
+
+    @property
+    def new(self) -> int:
+        """Labels that changed the store: written, neither held already nor older than the stored one."""
+        return self.written - self.already_stored - self.older_than_stored
 
 
 class FeedbackFile:
@@ -367,6 +374,14 @@ def _comment(value: Any, rec: Record, name: str, redact: Redactor | None) -> str
     return redact(value) if redact is not None else value
 
 
+def _same_label(stored: ShadowFeedback | None, item: ShadowFeedback) -> bool:
+    return stored is not None and (stored.feedback, stored.ts, stored.comment) == (
+        item.feedback,
+        item.ts,
+        item.comment,
+    )
+
+
 def write_feedback(store: Store, items: Iterable[ShadowFeedback], batch: int = BATCH) -> WriteCounts:
     """Store ``items`` in batches of ``batch`` (one transaction each) and count what happened.
 
@@ -385,6 +400,7 @@ def write_feedback(store: Store, items: Iterable[ShadowFeedback], batch: int = B
         counts.older_than_stored += sum(
             item.request_id in stored and stored[item.request_id].ts > item.ts for item in pending
         )
+        counts.already_stored += sum(_same_label(stored.get(item.request_id), item) for item in pending)
         pending.clear()
 
     for item in items:

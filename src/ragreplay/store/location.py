@@ -15,6 +15,12 @@ def sqlite_file(url: str) -> Path | None:
     return Path(engine_url.database)
 
 
+def store_exists(url: str) -> bool:
+    """False only for a SQLite file that does not exist (a server is taken to exist until it is reached)."""
+    path = sqlite_file(url)
+    return path is None or path.exists()
+
+
 def require_existing_store(url: str) -> None:
     """Raise :class:`StoreError` naming the path and the fix when ``url`` is a SQLite file that does not exist.
 
@@ -22,9 +28,9 @@ def require_existing_store(url: str) -> None:
     ``run``, ``demo``, ``shadow serve``...) and wrong for the ones that read: a mistyped ``--db`` would give an
     empty store and then an error about the run id. A PostgreSQL server is reached as it is.
     """
-    path = sqlite_file(url)
-    if path is None or path.exists():
+    if store_exists(url):
         return
+    path = sqlite_file(url)
     raise StoreError(
         f"There is no store at {path} (from --db, $RAGREPLAY_DB or `db:` in ragreplay.yaml; the default is "
         "ragreplay.db in the current folder). Fix: check the path, or fill a store first with "
