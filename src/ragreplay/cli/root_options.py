@@ -10,8 +10,8 @@ from ragreplay import __version__
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 a check failed (regset check, calibration alert); 2 a mistake to fix (the message "
-    "names the file, line or flag, and the fix); 130 interrupted (the same command resumes); the gate: 0 pass, "
-    "1 fail, 2 inconclusive, 3 could not run."
+    "names the file, line or flag, and the fix); 75 the store stopped answering (the same command resumes); "
+    "130 interrupted (the same command resumes); the gate: 0 pass, 1 fail, 2 inconclusive, 3 could not run."
 )
 """Shown under ``ragreplay --help`` and in the README."""
 
