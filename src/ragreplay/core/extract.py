@@ -7,7 +7,6 @@ from pydantic import BaseModel, ConfigDict
 from ragreplay.core.ids import case_id
 from ragreplay.core.types import Case, Conversation, Message, RetrievedChunk, Role, Skip, SkipReason
 
-
 SHORT_HISTORY = 16
 """A history of at most this many messages is short: the store keeps it with its case (a longer one is kept
 once per conversation), so ingest extracts only short histories."""
