@@ -480,3 +480,22 @@ def test_a_body_over_the_limit_is_a_413_and_never_reaches_the_champion(champion_
     finally:
         next(server, None)
     assert len(MIRRORED) == 1  # only the small request reached the champion and the mirror
+
+
+def test_response_header_names_reach_the_user_lower_cased_their_values_unchanged() -> None:
+    # uvicorn (httptools and h11 alike) writes header names lower-case; names are case-insensitive (RFC 9110
+    # section 5.1), values are not and pass as the champion sent them (docs/shadow.md, "Limits")
+    reply = b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Champion-Trace: Trace-ABC\r\nETag: "Ab1"\r\n\r\nok'
+    for champion in raw_champion(reply):
+        for proxy in serve(create_proxy(champion, mirror, timeout_s=5)):
+            port = int(proxy.rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                conn.sendall(b"GET /x HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                raw = b""
+                while chunk := conn.recv(65536):
+                    raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")[1:]
+    assert b"x-champion-trace: Trace-ABC" in lines and b'etag: "Ab1"' in lines
+    assert all(name == name.lower() for name, _, _ in (line.partition(b":") for line in lines))
+    assert body == b"ok"

@@ -165,3 +165,30 @@ async def test_a_large_body_that_is_not_json_is_counted_unparsed(offload: Offloa
     await until(lambda: mirror.unparsed == 1)
     assert (shadow.stats().seen, shadow.stats().sampled, mirror.recorded) == (1, 0, 0)
     await shadow.aclose()
+
+
+def test_the_worker_process_exits_when_its_parent_is_killed() -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, os, time\n"
+        "from ragreplay.shadow.offload import Offload\n"
+        "print(asyncio.run(Offload().run(os.getpid)), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the worker outlived its parent"
+        time.sleep(0.1)

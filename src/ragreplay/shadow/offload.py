@@ -15,6 +15,8 @@ import logging
 import multiprocessing
 import os
 import pickle
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,10 +34,19 @@ WORKER_NICE = 10
 R = TypeVar("R")
 
 
-def _lower_priority() -> None:
-    """Run in the worker when it starts."""
+def _start_worker(parent: int) -> None:
+    """Run in the worker when it starts: lower its priority, and make it exit when ``parent`` is gone."""
     with contextlib.suppress(AttributeError, OSError):  # no os.nice on Windows
         os.nice(WORKER_NICE)
+    # A pool's worker holds both ends of its own task pipe, so a parent killed outright (SIGKILL, OOM) would
+    # leave it waiting for work forever.
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent-watch").start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
 
 
 def portable(obj: object) -> bool:
@@ -100,7 +111,10 @@ class Offload:
     def _process_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                self.processes, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority
+                self.processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
