@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ragreplay.errors import InputError, InputProblem
+from ragreplay.ingest.json_text import JsonTextError, parse_json
 from ragreplay.ingest.jsonl import EMPTY_FIX
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.problems import open_binary
@@ -76,7 +77,9 @@ def detect_format(path: Path, mapping: FieldMapping | None = None) -> str:
         return "flat"
     if text.lstrip().startswith("{"):
         try:
-            obj = json.loads(text)
+            obj = parse_json(text)
+        except JsonTextError as exc:
+            raise InputError([InputProblem(str(path), line_no, exc.field, exc.message, exc.fix)]) from None
         except json.JSONDecodeError as exc:
             raise _cannot_tell(path, line_no, f"the first line is not valid JSON ({exc.msg})") from None
         fmt = _json_format(obj, mapping)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ragreplay.core.types import Feedback, Message, RetrievedChunk, Role, TokenUsage
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
+from ragreplay.ingest.json_text import JsonTextError, parse_json
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.problems import ProblemLog, Record
 
@@ -136,7 +137,10 @@ def parse_retrieved(value: Any, rec: Record, field: str, separator: str = ";") -
         if not text.startswith("["):
             return tuple(RetrievedChunk(id=part.strip()) for part in text.split(separator) if part.strip())
         try:
-            value = json.loads(text)
+            value = parse_json(text)
+        except JsonTextError as exc:
+            rec.problem(field, exc.message, exc.fix)
+            return ()
         except json.JSONDecodeError as exc:
             rec.problem(
                 field, f"is not a valid JSON list ({exc.msg})", f'use ["doc1", "doc2"] or doc1{separator}doc2'

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ragreplay.ingest.fields import parse_id, parse_number, parse_tags, stringify
+from ragreplay.ingest.json_text import JsonTextError, parse_json
 from ragreplay.ingest.jsonl import EMPTY_FIX, json_objects
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.problems import LineSource, ProblemLog, Record, open_binary
@@ -130,7 +131,10 @@ def _row_tags(fields: dict[str, Any], rec: Record, mapping: FieldMapping) -> dic
     value = fields.get("tags")
     if isinstance(value, str) and value.strip():
         try:
-            value = json.loads(value)
+            value = parse_json(value)
+        except JsonTextError as exc:
+            rec.problem(mapping.source("tags"), exc.message, exc.fix)
+            value = None
         except json.JSONDecodeError:
             rec.problem(mapping.source("tags"), "tags must be a JSON object", 'use {"department": "hr"}')
             value = None

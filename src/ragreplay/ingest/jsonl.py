@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ragreplay.ingest.json_text import JsonTextError, parse_json
 from ragreplay.ingest.problems import LineSource, ProblemLog, Record
 
 EMPTY_FIX = "check that this is the right file; a log needs at least one conversation"
@@ -30,7 +31,10 @@ def json_objects(
         rec = Record(problems, line_no)
         text = text.rstrip("\r\n")
         try:
-            obj = json.loads(text)
+            obj = parse_json(text)
+        except JsonTextError as exc:
+            rec.problem(exc.field, exc.message, exc.fix)
+            continue
         except json.JSONDecodeError as exc:
             where = "the line ends too early" if exc.pos >= len(text.rstrip()) else f"at column {exc.pos + 1}"
             rec.problem(
