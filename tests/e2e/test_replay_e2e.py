@@ -120,6 +120,7 @@ def test_user_errors_exit_2_without_traceback(
     workspace: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder, db = workspace
+    Store.open(db).close()  # an empty store: a missing one is refused (test_missing_store)
     assert main(["report", "run_nope", "--db", db]) == 2
     assert "no run matches" in capsys.readouterr().err
     assert (

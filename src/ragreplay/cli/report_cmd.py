@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ragreplay.cli.common import console, open_store, settings_from
-from ragreplay.core.runs import ResultStatus
+from ragreplay.core.runs import ResultStatus, RunStatus
 from ragreplay.errors import ConfigError
 from ragreplay.replay.replay_run import summarize_run
 from ragreplay.report import FORMATS, render
@@ -53,26 +55,63 @@ def runs(
     with open_store(settings.db) as store:
         records = store.runs.list_runs(limit=limit)
         counts = {r.id: store.runs.result_counts(r.id) for r in records}
+        active = store.runs.last_activity([r.id for r in records])
     if not records:
         console.print("no runs yet: start one with `ragreplay run --target candidate.yaml --judge SPEC`")
         return
-    table = Table(title=f"runs in {settings.db}")
-    table.add_column("run", no_wrap=True)  # ids are copied from here: never cut them
-    for col in ("created", "status", "done/total", "errors", "target", "judge", "dataset"):
-        table.add_column(col, overflow="fold")
-    for r in records:
-        c = counts[r.id]
-        table.add_row(
+    now = datetime.now(UTC)
+    statuses = {r.id: shown_status(r.status, active.get(r.id, r.created_at), now) for r in records}
+    # fits 80 columns: ids, dates and counts never wrap; names are cut with an ellipsis (`report ID` has all)
+    rows = [
+        (
             r.id,
-            f"{r.created_at:%Y-%m-%d %H:%M}",
-            str(r.status),
-            f"{sum(n for s, n in c.items() if s != ResultStatus.PENDING)}/{r.n_cases}",
-            str(c.get(ResultStatus.ERROR, 0)),
-            f"{r.target_name}@{r.target_version}",
-            f"{r.judge_name} ({r.judge_prompt_version})",
-            r.dataset_hash,
+            f"{r.created_at:%m-%d %H:%M}",
+            statuses[r.id],
+            f"{sum(n for s, n in counts[r.id].items() if s != ResultStatus.PENDING)}/{r.n_cases}",
+            str(counts[r.id].get(ResultStatus.ERROR, 0)),
+            r.target_name,
+            r.judge_name,
         )
+        for r in records
+    ]
+    table = _table(f"runs in {settings.db}")
+    fixed = 0
+    for i, col in enumerate(("run", "created", "status", "done", "err")):
+        # ids are copied from here: never cut them, nor the dates and counts
+        width = max(len(col), *(len(row[i]) for row in rows))
+        table.add_column(col, no_wrap=True, min_width=width)
+        fixed += width + 2
+    # the names share what is left of the terminal, cut with an ellipsis (`ragreplay report ID` has them whole)
+    left = console.width - fixed - 2
+    table.add_column("target", no_wrap=True, overflow="ellipsis", max_width=max(6, left * 3 // 5))
+    table.add_column("judge", no_wrap=True, overflow="ellipsis", max_width=max(6, left - left * 3 // 5))
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+    if STALE in statuses.values():
+        console.print(
+            f"{STALE}: marked running, but no case saved for over {STALE_AFTER_MIN} minutes: its process was "
+            "most likely stopped. The same `ragreplay run` command resumes it.",
+            highlight=False,
+        )
+
+
+def _table(title: str) -> Table:
+    """A borderless table: two spaces between columns, so eight of them fit 80 columns."""
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+
+
+STALE = "stale"
+STALE_AFTER_MIN = 10
+"""A ``running`` run that saved nothing for this long is shown as stale (its process is most likely gone)."""
+
+
+def shown_status(status: RunStatus, last_activity: datetime, now: datetime) -> str:
+    """The status the run list shows: ``stale`` for a ``running`` run with no heartbeat for
+    :data:`STALE_AFTER_MIN` minutes (a kill leaves the status as it was), else the stored status."""
+    if status == RunStatus.RUNNING and now - last_activity > timedelta(minutes=STALE_AFTER_MIN):
+        return STALE
+    return str(status)
 
 
 def sources(
@@ -83,17 +122,24 @@ def sources(
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         records = store.cases.list_sources()
-    table = Table(title=f"sources in {settings.db}")
-    for col in ("source", "path", "format", "ingested", "conversations", "cases", "skipped"):
-        table.add_column(col)
-    for s in records:
-        table.add_row(
+    rows = [
+        (
             s.id,
             s.path,
             s.format,
-            f"{s.ingested_at:%Y-%m-%d %H:%M}",
+            f"{s.ingested_at:%m-%d %H:%M}",
             str(s.n_conversations),
             str(s.n_cases),
             str(s.n_skipped),
         )
+        for s in records
+    ]
+    table = _table(f"sources in {settings.db}")
+    for i, col in enumerate(("source", "path", "format", "ingested", "convs", "cases", "skipped")):
+        if col == "path":  # folded, never cut: paths are copied whole
+            table.add_column(col, overflow="fold", min_width=10, ratio=1)
+        else:
+            table.add_column(col, no_wrap=True, min_width=max(len(col), *(len(row[i]) for row in rows)))
+    for row in rows:
+        table.add_row(*row)
     console.print(table)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, func, select, update
+from sqlalchemy import Row, Select, func, select, update
 
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Answer, Judgment, Rewrite, Verdict
-from ragreplay.store.base import BATCH_SIZE, StoreBase, unique_by_prefix
+from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
 from ragreplay.store.connect import StoreError
 from ragreplay.store.schema import (
     cases,
@@ -90,10 +90,22 @@ class RunsRepository(StoreBase):
         with self._write() as conn:
             conn.execute(self._upsert(results, ["run_id", "case_id"]), [result_row(result)])
 
-    def load_results(self, run_id: str) -> list[ResultRecord]:
-        """Every result of a run, ordered by case (conversation_id, turn_index); results whose case is not
-        in the store come last, by case id."""
-        query = (
+    def iter_results(self, run_id: str, only_started: bool = False) -> Iterator[ResultRecord]:
+        """The results of :meth:`load_results`, in its order, read a page at a time, each page in its own
+        short transaction (only the ids are read up front); ``only_started`` leaves out the pending rows."""
+        order = self._results_query(run_id).with_only_columns(results.c.case_id)
+        if only_started:
+            order = order.where(results.c.status != ResultStatus.PENDING.value)
+        with self._read() as conn:
+            ids = list(conn.execute(order).scalars())
+        for chunk in chunked(ids):
+            query = select(results).where(results.c.run_id == run_id, results.c.case_id.in_(chunk))
+            with self._read() as conn:
+                page = {r.case_id: _result(r) for r in conn.execute(query)}
+            yield from (page[c] for c in chunk if c in page)
+
+    def _results_query(self, run_id: str) -> Select[Any]:
+        return (
             select(results)
             .select_from(results.outerjoin(cases, cases.c.id == results.c.case_id))
             .where(results.c.run_id == run_id)
@@ -103,8 +115,25 @@ class RunsRepository(StoreBase):
                 results.c.case_id,
             )
         )
+
+    def load_results(self, run_id: str) -> list[ResultRecord]:
+        """Every result of a run, ordered by case (conversation_id, turn_index); results whose case is not
+        in the store come last, by case id."""
         with self._read() as conn:
-            return [_result(r) for r in conn.execute(query)]
+            return [_result(r) for r in conn.execute(self._results_query(run_id))]
+
+    def last_activity(self, run_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each run last saved a case (or was created, if none yet): its heartbeat, to tell a run that is
+        still going from one whose process was killed while it was ``running``."""
+        if not run_ids:
+            return {}
+        query = (
+            select(results.c.run_id, func.max(results.c.updated_at))
+            .where(results.c.run_id.in_(list(run_ids)))
+            .group_by(results.c.run_id)
+        )
+        with self._read() as conn:
+            return {run_id: _aware(at) for run_id, at in conn.execute(query) if at is not None}
 
     def result_counts(self, run_id: str) -> dict[ResultStatus, int]:
         """How many of a run's results are in each status (statuses with none are left out)."""
@@ -115,6 +144,11 @@ class RunsRepository(StoreBase):
         )
         with self._read() as conn:
             return {ResultStatus(status): int(n) for status, n in conn.execute(query)}
+
+
+def _aware(at: datetime) -> datetime:
+    # an aggregate comes back without the column type's processing on some backends
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _result(row: Row[Any]) -> ResultRecord:
