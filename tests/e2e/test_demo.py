@@ -1,7 +1,10 @@
-"""`ragreplay demo` end to end on the shipped data, and the local judge checked against the demo ground truth."""
+"""`ragreplay demo` end to end on the shipped data, the local judge checked against the demo ground truth, and the
+review loop with simulated reviewers (named as such in the output, the store and the reports)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from collections import Counter
@@ -20,8 +23,48 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "out"
-    assert main(["demo", "--out", str(out)]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["demo", "--out", str(out)]) == 0
+    (out / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
     return out
+
+
+def _printed(demo_run: Path) -> str:
+    return " ".join((demo_run / "printed.txt").read_text(encoding="utf-8").split())
+
+
+def test_demo_shows_the_review_loop_with_simulated_reviewers(demo_run: Path) -> None:
+    printed = _printed(demo_run)
+    assert "review loop with SIMULATED reviewers: the demo's ground truth stands in for people" in printed
+    assert "simulated-1 reviewed 15, simulated-2 reviewed 15; 10 item(s) reviewed by both" in printed
+    assert "calibration of the judge against the SIMULATED reviewers (not people)" in printed
+    overall = re.search(r"overall (\d+)/(\d+) +\d+% +\[\d+%, \d+%\] +kappa (-?[\d.]+|-)", printed)
+    assert overall and 16 <= int(overall.group(2)) <= 20, printed[-3000:]
+    assert re.search(r"simulated-1 vs simulated-2: \d+/10 agree, Cohen's kappa", printed)
+    assert "Krippendorff's alpha" in printed
+    assert (
+        "failure tags the simulated reviewers gave: 30 review(s) of 20 item(s); all by simulated" in printed
+    )
+    with Store.open(str(demo_run / "ragreplay.db")) as store:
+        (queue,) = store.reviews.list_queues()
+        reviews = store.reviews.load_reviews(queue.id)
+    assert queue.kind == "calibration" and queue.recipe["simulated"] is True and queue.n_items == 20
+    assert Counter(s.review.reviewer for s in reviews) == {"simulated-1": 15, "simulated-2": 15}
+    assert sum(bool(s.review.failure_tags) for s in reviews) > 0
+
+
+def test_demo_reports_name_the_simulated_reviewers_behind_the_failure_tags(demo_run: Path) -> None:
+    page = (demo_run / "report.html").read_text(encoding="utf-8")
+    head = re.search(r'<p class="muted" id="failure-tags-head">([^<]*)</p>', page)
+    assert head and "30 review(s) of 20 item(s); all by simulated reviewers" in head.group(1)
+    with Store.open(str(demo_run / "ragreplay.db")) as store:
+        (run,) = store.runs.list_runs()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["report", run.id, "--format", "md", "--db", str(demo_run / "ragreplay.db")]) == 0
+    md = printed.getvalue()
+    assert "## Failure tags from review" in md and "all by simulated reviewers" in md
 
 
 def test_demo_writes_an_html_report_with_all_four_verdicts(demo_run: Path) -> None:

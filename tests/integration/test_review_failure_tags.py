@@ -96,3 +96,22 @@ def test_no_reviews_gives_empty_figures_for_every_challenger(store: Store) -> No
     seed_shadow(store, NOW)
     summary = stored_shadow_summary(store, NOW - timedelta(days=7))
     assert shadow_failure_tags(store, summary) == {"b": FailureTags(), "c": FailureTags()}
+
+
+def test_the_dashboard_says_when_reviewers_are_simulated(store: Store, store_url: str) -> None:
+    from starlette.testclient import TestClient
+
+    from ragreplay.web.app import create_app
+
+    seed_shadow(store, NOW)
+    found = store.shadow_browse.shadow_row_with_judgment("row-001")
+    assert found is not None
+    queue = store.reviews.create_queue("calibration", [shadow_item(found[0], found[1], "calibration")])
+    with TestClient(create_app(store_url, cache_s=0)) as client:
+        store.reviews.save_reviews([_review(queue.id, "ann", "row-001", "wrong-version")])
+        assert "simulated" not in client.get("/").text
+        store.reviews.save_reviews([_review(queue.id, "simulated-1", "row-001", "wrong-version")])
+        page = client.get("/").text
+        assert 'id="calibration-simulated"' in page and 'id="failure-tags-simulated"' in page
+        assert "simulated ones (simulated-1): the demo's ground truth, not people" in page
+        assert client.get("/index.json").json()["simulated_reviewers"] == ["simulated-1"]

@@ -1,4 +1,5 @@
-"""`ragreplay demo`: the whole replay job on the shipped HR corpus and log, offline, with local judges."""
+"""`ragreplay demo`: the whole replay job on the shipped HR corpus and log, offline, with local judges, then the
+review loop with simulated reviewers (the demo's ground truth standing in for people)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,21 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragreplay.cli.common import console
+from ragreplay.cli.review_cmd import render_text as render_calibration
 from ragreplay.cli.run_cmd import run_replay
+from ragreplay.core.review import taxonomy
 from ragreplay.core.run_summary import RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.demo.configs import demo_config
+from ragreplay.demo.review_loop import SimulatedLoop, simulate_review_loop
+from ragreplay.demo.simulated_reviewers import SLIP_RATE
 from ragreplay.ingest import ingest_file
+from ragreplay.judges.local_pairwise import LocalPairwiseJudge
 from ragreplay.replay.replay_run import select_cases, summarize_run
 from ragreplay.report import render
+from ragreplay.report.failure_tags import failure_tags_renderable
 from ragreplay.report.labels import RATE_LABELS, rate_of, rate_text, truncate
+from ragreplay.review.failure_tags import with_run_failure_tags
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
@@ -65,6 +73,27 @@ def _print_summary(result: RunSummary, top: int) -> None:
     console.print(review)
 
 
+def _print_review_loop(loop: SimulatedLoop, result: RunSummary) -> None:
+    console.print(
+        "\n[bold]review loop with SIMULATED reviewers[/bold]: the demo's ground truth stands in for people "
+        f"(reviewers {', '.join(loop.reviews)}; each slips on about {SLIP_RATE:.0%} of items)",
+        highlight=False,
+    )
+    console.print(
+        f"calibration queue {loop.queue.id}: {loop.queue.n_items} of the run's cases, spread over the verdicts, "
+        "judged blind old vs new by local:pairwise in both orders",
+        highlight=False,
+    )
+    done = ", ".join(f"{who} reviewed {n}" for who, n in loop.reviews.items())
+    console.print(f"{done}; {loop.shared} item(s) reviewed by both", highlight=False)
+    console.print("calibration of the judge against the SIMULATED reviewers (not people):", style="bold")
+    console.print(render_calibration(loop.report).rstrip(), highlight=False, markup=False)
+    if result.failure_tags is not None:
+        console.print(
+            failure_tags_renderable(result.failure_tags, "failure tags the simulated reviewers gave")
+        )
+
+
 def demo(
     out: Annotated[Path, typer.Option(help="Folder for the demo's store and report")] = Path(
         "ragreplay-demo"
@@ -81,7 +110,8 @@ def demo(
     ] = None,
     top: Annotated[int, typer.Option(help="BAD_NO_FIT rows to print")] = 5,
 ) -> None:
-    """Ingest the shipped production log, replay it through the challenger RAG, judge locally, report."""
+    """Ingest the shipped production log, replay it through the challenger RAG, judge locally, report; then a
+    calibration queue of the run reviewed by simulated reviewers (the ground truth) and the judge calibrated."""
     data = demo_data_dir()
     if out.exists():
         shutil.rmtree(out)
@@ -101,9 +131,12 @@ def demo(
             run_replay(store, settings, target, select_cases(store), {"source_ids": None}, False)
         )
         result = summarize_run(store, run.id)
+        _print_summary(result, top)
+        loop = simulate_review_loop(store, run.id, data, LocalPairwiseJudge(), taxonomy())
+        result = with_run_failure_tags(store, result)
     finally:
         store.close()
-    _print_summary(result, top)
+    _print_review_loop(loop, result)
     report = out / "report.html"
     report.write_text(render(result, "html"), encoding="utf-8")
     console.print(f"\nHTML report: {report.resolve()}")

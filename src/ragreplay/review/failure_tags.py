@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ragreplay.compare.grid import ComparisonSummary
-from ragreplay.core.failure_tags import FailureTags, tally_failure_tags
+from ragreplay.core.failure_tags import FailureTags, is_simulated, tally_failure_tags
 from ragreplay.core.regset import question_key
 from ragreplay.core.review import Review, ReviewItem
 from ragreplay.core.run_summary import RunSummary
@@ -88,4 +88,11 @@ def question_failure_tags(store: Store, keys: Iterable[str]) -> FailureTags:
         ((queue, item.key), review)
         for queue, item, review in reviewed(store, lambda _: True)
         if item.key in wanted or question_key(item.question) in wanted
+    )
+
+
+def simulated_reviewers(store: Store) -> list[str]:
+    """The simulated reviewers (not people: the demo's ground truth) behind any stored review, sorted."""
+    return sorted(
+        {s.review.reviewer for s in store.reviews.load_reviews() if is_simulated(s.review.reviewer)}
     )

@@ -29,6 +29,7 @@ from ragreplay.errors import ConfigError
 from ragreplay.judges.position import PairOutcome
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
 from ragreplay.review.calibration import calibration_report
+from ragreplay.review.failure_tags import simulated_reviewers
 from ragreplay.shadow.judging import parse_since, shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
@@ -328,6 +329,7 @@ def index_data(
         "store": store_label(store.url),
         "calibration": calibration_banner(store),
         "failure_tags": failure_tag_counts(store, start),
+        "simulated_reviewers": simulated_reviewers(store),
         "judged": len(summary.rows),
         "requests": summary.n_cases,
         "about": [[k, v] for k, v in header_lines(summary) if k != "comparison"],
