@@ -16,7 +16,7 @@ from ragreplay.cli.app import main
 from ragreplay.cli.shadow_cmd import resolve_config
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError
-from ragreplay.shadow.serve_app import app_from_config
+from ragreplay.shadow.serve_app import app_from_config, bare_proxy_from_config
 from ragreplay.store import Store
 from ragreplay.targets.asgi import TargetApp
 from shadow_fakes import FakeTarget
@@ -192,3 +192,23 @@ def test_a_long_path_in_an_error_is_printed_whole(tmp_path: Path, capsys: pytest
     deep = tmp_path / ("a-rather-long-folder-name-" * 6) / "shadow-settings-for-the-acme-hr-assistant.yaml"
     assert main(["shadow", "serve", "--config", str(deep)]) == 2
     assert f"{deep}: file not found. Fix: check the path." in capsys.readouterr().err  # no line break inside
+
+
+def test_without_challengers_the_proxy_keeps_the_body_limit_and_side_door_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGREPLAY_SHADOW_TOKEN", "s3cret")
+    champion = serve(TargetApp(FakeTarget("champ")))
+    cfg = resolve_config(write(tmp_path, {"champion": next(champion), "max_body_mb": 0.001}), flags())
+    proxy = bare_proxy_from_config(cfg)
+    assert proxy.side_door_token == "s3cret"
+    server = serve(proxy)
+    url = next(server)
+    try:
+        small = httpx.post(url + "/ask", json={"question": "q"}, trust_env=False)
+        big = httpx.post(url + "/ask", json={"question": "x" * 4096}, trust_env=False)
+    finally:
+        next(server, None)
+        next(champion, None)
+    assert small.status_code == 200 and small.json()["answer"] == "champ says hi"
+    assert big.status_code == 413

@@ -23,9 +23,8 @@ from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig, base_url_problem, path_problem
 from ragreplay.shadow.privacy import load_redactor
-from ragreplay.shadow.proxy import create_proxy
 from ragreplay.shadow.sampler import Per, Sampler, parse_window
-from ragreplay.shadow.serve_app import app_from_config
+from ragreplay.shadow.serve_app import app_from_config, bare_proxy_from_config
 from ragreplay.shadow.workers import check_workers, run_workers
 from ragreplay.store import Store
 
@@ -341,6 +340,6 @@ def serve(
         store = Store.open(cfg.db or os.environ.get("RAGREPLAY_DB") or DEFAULT_DB)
         app = app_from_config(cfg, store)
     else:  # no challenger: forward and count only, no store needed
-        app = create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
+        app = bare_proxy_from_config(cfg)
     # no server/date headers of the proxy's own: the champion's pass through unchanged
     serve_app(WholeBodies(app), cfg.host, cfg.port, cfg.server, server_header=False, date_header=False)

@@ -18,7 +18,7 @@ from ragreplay.shadow.mirror import (
 )
 from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.privacy import Redactor, default_redactor, load_redactor
-from ragreplay.shadow.proxy import SIDE_DOOR_TOKEN_ENV, create_proxy
+from ragreplay.shadow.proxy import SIDE_DOOR_TOKEN_ENV, ShadowProxy, create_proxy
 from ragreplay.shadow.sampler import Sampler
 from ragreplay.store import Store
 
@@ -75,6 +75,18 @@ def build_app(
     token = os.environ.get(SIDE_DOOR_TOKEN_ENV) or None  # a secret: from the environment only
     proxy = create_proxy(champion, mirror, timeout_s=timeout_s, max_body=max_body, side_door_token=token)
     return ShadowServeApp(proxy, mirror, on_close=close)
+
+
+def bare_proxy_from_config(cfg: ShadowServeConfig) -> ShadowProxy:
+    """The proxy of a configuration without challengers: it forwards and counts only (no store), with the
+    same body limit and side-door token as a shadowing one."""
+    return create_proxy(
+        cfg.champion,
+        mirror=None,
+        timeout_s=cfg.timeout_s,
+        max_body=int(cfg.max_body_mb * (1 << 20)),
+        side_door_token=os.environ.get(SIDE_DOOR_TOKEN_ENV) or None,
+    )
 
 
 def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:

@@ -18,8 +18,7 @@ from ragreplay.asgi.serving import serve
 from ragreplay.errors import ConfigError
 from ragreplay.settings import DEFAULT_DB
 from ragreplay.shadow.config import ShadowServeConfig
-from ragreplay.shadow.proxy import create_proxy
-from ragreplay.shadow.serve_app import app_from_config
+from ragreplay.shadow.serve_app import app_from_config, bare_proxy_from_config
 from ragreplay.store import Store
 
 CONFIG_ENV = "RAGREPLAY_SHADOW_SERVE_CONFIG"
@@ -42,7 +41,7 @@ def create_app() -> Any:
         )
     cfg = ShadowServeConfig.model_validate_json(raw)
     if not cfg.challengers:
-        return create_proxy(cfg.champion, mirror=None, timeout_s=cfg.timeout_s)
+        return bare_proxy_from_config(cfg)
     return app_from_config(cfg, Store.open(_store_url(cfg)))
 
 
