@@ -66,7 +66,7 @@ def offload() -> Iterator[Offload]:
 def shadow_on(sink: FakeSink, offload: Offload, **options: object) -> Shadow:
     target = FakeTarget("c", text="short answer")
     log = ShadowLog(sink, flush_interval_s=0.01)
-    return Shadow(target, {"c": target}, log=log, salt="s", offload=offload, **options)  # type: ignore[arg-type]
+    return Shadow(target, {"c": target}, log=log, salt="s", offload=offload, **options)
 
 
 def exchange(question: str, user_path: bool = False) -> tuple[MirroredRequest, ChampionReply]:
@@ -192,3 +192,32 @@ def test_the_worker_process_exits_when_its_parent_is_killed() -> None:
             break
         assert time.monotonic() < deadline, "the worker outlived its parent"
         time.sleep(0.1)
+
+
+async def test_a_shadow_closed_while_a_long_text_is_redacted_stores_neither_it_nor_the_raw_text(
+    offload: Offload,
+) -> None:
+    from ragreplay.core.types import Answer
+    from ragreplay.shadow.library import NOT_REDACTED
+
+    sink = FakeSink()
+    shadow = shadow_on(sink, offload)
+    shadow.record(BIG, Answer(text="short answer"), user_id="u1")
+    await asyncio.sleep(0.05)  # the challenger has answered; the query is with the worker
+    await shadow.aclose(timeout_s=0.01)
+    (row,) = sink.rows.values()
+    assert row.query == NOT_REDACTED and row.challenger_answer.error == "cancelled: the shadow was closed"
+    assert row.champion_answer.text == "short answer"
+
+
+async def test_the_worker_passes_errors_back_and_a_dead_worker_is_replaced(offload: Offload) -> None:
+    import os
+
+    with pytest.raises(ValueError, match="invalid literal"):
+        await offload.run(int, "not a number")
+    first = await offload.run(os.getpid)
+    assert first != os.getpid()
+    os.kill(first, 9)
+    await asyncio.sleep(0.2)
+    second = await offload.run(os.getpid)  # a fresh worker
+    assert second not in (first, os.getpid())

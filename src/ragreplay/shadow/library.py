@@ -36,6 +36,8 @@ from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, r
 logger = logging.getLogger(__name__)
 
 _DEFAULT = object()
+NOT_REDACTED = "[not stored: the shadow closed before this text was redacted]"
+"""Stored for a long text whose redaction was still running when the shadow was closed."""
 MAX_REQUEST_ID = 128
 """Longer request ids (from a client header, say) are stored as their SHA-256, the same way everywhere."""
 
@@ -162,11 +164,19 @@ class _Request:
         return await asyncio.shield(self._stored)
 
     def stored_now(self) -> tuple[str, ShadowAnswer]:
-        """The same, now, on the calling thread (for the row of a task being cancelled)."""
+        """The same, now (for the row of a task being cancelled); a text too long to redact on the loop is
+        replaced by :data:`NOT_REDACTED` then, rather than hold up the close."""
         done = self._stored is not None and self._stored.done() and not self._stored.cancelled()
         if done and self._stored is not None and self._stored.exception() is None:
             return self._stored.result()
-        return self._shadow._redacted(self.query), self._shadow._redacted_side(self.champion)
+        shadow = self._shadow
+        query = NOT_REDACTED if shadow._heavy(self.query) else shadow._redacted(self.query)
+        champion = self.champion
+        if shadow._heavy(champion.text) or shadow._heavy(champion.error or ""):
+            champion = champion.model_copy(
+                update={"text": NOT_REDACTED, "error": champion.error and NOT_REDACTED}
+            )
+        return query, shadow._redacted_side(champion)
 
     async def _redact_both(self) -> tuple[str, ShadowAnswer]:
         query = await self._shadow._redacted_later(self.query)
@@ -350,6 +360,9 @@ class Shadow:
         if error is not None:
             logger.warning("shadow redactor failed (%s); text not stored", error)
         return redacted
+
+    def _heavy(self, text: str) -> bool:
+        return self.redact is not None and self.offload.heavy(len(text))
 
     async def _redacted_later(self, text: str) -> str:
         """``text`` redacted: inline when short, else in the offload worker (never on the loop for long)."""

@@ -2,27 +2,25 @@
 
 The proxy's event loop serves every user. Parsing and redacting a sampled 15 MB question on it stalls all of
 them for seconds (issue 12), so work on more than :data:`HEAVY_CHARS` of text goes to one worker process
-that runs at a lower CPU priority. A thread would not do: a regex or JSON scan is one C call that holds the
-GIL from start to end, so the loop would still wait for it. Work on less text stays inline, where it costs
-less than the trip (about 1-2 ms of redaction at the limit).
+that runs at a lower CPU priority (``python -m ragreplay.shadow.offload_worker``, fed pickles over a pipe; not
+``multiprocessing``, which would run the app's ``__main__`` script again in it). A thread would not do: a
+regex or JSON scan is one C call that holds the GIL from start to end, so the loop would still wait for it.
+Work on less text stays inline, where it costs less than the trip (about 1-2 ms of redaction at the limit).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import multiprocessing
 import os
 import pickle
+import struct
+import subprocess
+import sys
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
-
-logger = logging.getLogger(__name__)
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any, TypeVar
 
 HEAVY_CHARS = 8 << 10
 """Text (or bytes) of at least this size is parsed and redacted in the worker process."""
@@ -32,26 +30,18 @@ WORKER_NICE = 10
 """How much lower the worker's CPU priority is: the proxy's own process wins the cores."""
 
 R = TypeVar("R")
+_LENGTH = struct.Struct("!Q")
 
 
-def _start_worker(parent: int) -> None:
-    """Run in the worker when it starts: lower its priority, and make it exit when ``parent`` is gone."""
-    with contextlib.suppress(AttributeError, OSError):  # no os.nice on Windows
-        os.nice(WORKER_NICE)
-    # A pool's worker holds both ends of its own task pipe, so a parent killed outright (SIGKILL, OOM) would
-    # leave it waiting for work forever.
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent-watch").start()
-
-
-def _exit_with(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
+class WorkerFailed(RuntimeError):
+    """The worker process died or could not be started; the next call starts a fresh one."""
 
 
 def portable(obj: object) -> bool:
-    """Whether ``obj`` (a function, say) can be sent to a worker process: importable by name, not a lambda or
-    a closure."""
+    """Whether ``obj`` (a function, say) can be sent to the worker process: importable by name from a module
+    other than ``__main__`` (the worker does not run the app's script), not a lambda or a closure."""
+    if getattr(obj, "__module__", None) == "__main__":
+        return False
     try:
         pickle.dumps(obj)
     except Exception:
@@ -59,66 +49,116 @@ def portable(obj: object) -> bool:
     return True
 
 
+def send(pipe: IO[bytes], obj: object) -> None:
+    """Write ``obj`` to ``pipe`` as one length-prefixed pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(_LENGTH.pack(len(data)))
+    pipe.write(data)
+    pipe.flush()
+
+
+def receive(pipe: IO[bytes]) -> Any:
+    """Read one length-prefixed pickle from ``pipe``; ``EOFError`` when it closed."""
+    head = pipe.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError
+    (size,) = _LENGTH.unpack(head)
+    data = pipe.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Worker:
+    """One worker process, called from one thread at a time."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ragreplay.shadow.offload_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._to, self._from = self.proc.stdin, self.proc.stdout
+
+    def call(self, fn: Callable[..., R], args: tuple[Any, ...]) -> R:
+        try:
+            send(self._to, (fn, args))
+            ok, value = receive(self._from)
+        except (OSError, EOFError) as exc:
+            raise WorkerFailed(f"the shadow's offload worker failed: {exc!r}") from None
+        if not ok:
+            raise value
+        result: R = value
+        return result
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+
+
 class Offload:
-    """Runs functions of large inputs away from the event loop: in one worker process (started on first use,
-    ``spawn`` so that it shares no lock or thread with the server), or in a thread when the function cannot
-    be sent there (a closure); the thread keeps the loop's own code running but shares the GIL with it.
+    """Runs functions of large inputs away from the event loop: in one worker process (started on first use),
+    or in a thread when the function cannot be sent there (a closure, or a function of ``__main__``); the
+    thread keeps the loop's own code running but shares the GIL with it. The round trip to the worker (the
+    pickling included) runs in that thread too, never on the loop.
 
     :meth:`heavy` says whether an input is large enough to be worth it. If the worker dies (killed for memory,
-    say) the call raises and the next one starts a fresh worker.
+    say) the call raises :class:`WorkerFailed` and the next one starts a fresh worker. The worker exits when
+    this process does, even when killed (its input pipe closes).
     """
 
-    def __init__(
-        self, heavy_chars: int = HEAVY_CHARS, max_pending: int = MAX_PENDING, processes: int = 1
-    ) -> None:
+    def __init__(self, heavy_chars: int = HEAVY_CHARS, max_pending: int = MAX_PENDING) -> None:
         self.heavy_chars = heavy_chars
         self.max_pending = max_pending
-        self.processes = processes
         self.pending = 0
         self.runs = 0
-        self._pool: ProcessPoolExecutor | None = None
-        self._threads: ThreadPoolExecutor | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        self._worker: _Worker | None = None
+        self._lock = threading.Lock()
 
     def heavy(self, size: int) -> bool:
         """Whether work on ``size`` characters (or bytes) belongs off the event loop."""
         return size >= self.heavy_chars
 
     async def run(self, fn: Callable[..., R], *args: Any, in_process: bool = True) -> R:
-        """``fn(*args)``, computed in the worker process (``in_process``; ``fn`` and ``args`` must pickle) or in
-        a thread."""
+        """``fn(*args)``, computed in the worker process (``in_process``: ``fn`` and ``args`` must pickle, see
+        :func:`portable`) or in the thread."""
         loop = asyncio.get_running_loop()
-        executor = self._process_pool() if in_process else self._thread_pool()
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="ragreplay-shadow-offload")
         self.pending += 1
         try:
-            result: R = await loop.run_in_executor(executor, fn, *args)
+            if in_process:
+                result: R = await loop.run_in_executor(self._thread, self._in_worker, fn, args)
+            else:
+                result = await loop.run_in_executor(self._thread, fn, *args)
             self.runs += 1
             return result
-        except BrokenProcessPool:
-            if self._pool is executor:
-                self._pool = None  # the next call starts a fresh worker
-            raise
         finally:
             self.pending -= 1
 
     def close(self) -> None:
-        """Stop the worker process and the thread (work not started is cancelled)."""
-        pools: list[Executor | None] = [self._pool, self._threads]
-        self._pool = self._threads = None
-        for pool in pools:
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the worker process at once (what it is doing is for calls nobody awaits any more) and the
+        thread (work not started is cancelled)."""
+        thread, worker = self._thread, self._worker
+        self._thread = self._worker = None
+        if worker is not None:
+            worker.stop()
+        if thread is not None:
+            thread.shutdown(wait=False, cancel_futures=True)
 
-    def _process_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                self.processes,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start_worker,
-                initargs=(os.getpid(),),
-            )
-        return self._pool
-
-    def _thread_pool(self) -> ThreadPoolExecutor:
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(1, thread_name_prefix="ragreplay-shadow-offload")
-        return self._threads
+    def _in_worker(self, fn: Callable[..., R], args: tuple[Any, ...]) -> R:
+        with self._lock:
+            if self._worker is None or self._worker.proc.poll() is not None:
+                self._worker = _Worker()
+            worker = self._worker
+        try:
+            return worker.call(fn, args)
+        except WorkerFailed:
+            with self._lock:
+                if self._worker is worker:
+                    self._worker = None
+            worker.stop()
+            raise
