@@ -23,7 +23,7 @@ from ragreplay.gate.run import GateReport, gate_target_files
 from ragreplay.ingest import IngestSummary, ingest_file
 from ragreplay.jobs.runner import ProgressCallback
 from ragreplay.replay import replay_run
-from ragreplay.replay.replay_run import select_cases, summarize_run
+from ragreplay.replay.replay_run import case_selection, summarize_run
 from ragreplay.report import render
 from ragreplay.settings import Settings
 from ragreplay.store import Store
@@ -57,7 +57,7 @@ async def run_async(
     )
     store = Store.open(settings.db)
     try:
-        cases = select_cases(store, None, tags, None)
+        cases = case_selection(store, None, tags, None)
         selection = {"tags": dict(tags) if tags else None}
         run = await replay_run.replay(
             store, settings, load_target(Path(target)), cases, selection, os.environ, fresh, progress

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Annotated
 
@@ -24,11 +24,14 @@ from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.jobs import runner
 from ragreplay.ports import Target
-from ragreplay.replay.replay_run import replay, select_cases, summarize_run
+from ragreplay.replay.replay_run import case_selection, replay, summarize_run
 from ragreplay.report.terminal import build_renderable
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
+
+EXAMPLES = 5
+"""Cases of each kind (for review, regressions, errors, unscorable) the end-of-run summary shows."""
 
 
 def progress_bar() -> Progress:
@@ -75,7 +78,7 @@ async def run_replay(
     store: Store,
     settings: Settings,
     target: Target,
-    cases: list[Case],
+    cases: Collection[Case],
     selection: dict[str, object],
     fresh: bool,
 ) -> RunRecord:
@@ -142,7 +145,7 @@ def run(
     loaded_target = load_target(target)
     tags = parse_tags(tag)
     with open_store(settings.db, create=True) as store:
-        cases = select_cases(store, source, tags, limit)
+        cases = case_selection(store, source, tags, limit)
         selection: dict[str, object] = {"source_ids": source or None, "tags": tags or None, "limit": limit}
         try:
             replayed = asyncio.run(run_replay(store, settings, loaded_target, cases, selection, fresh))
@@ -151,6 +154,6 @@ def run(
                 "\n[yellow]interrupted.[/yellow] Finished cases are saved; run the same command again to resume."
             )
             raise typer.Exit(130) from None
-        summary = summarize_run(store, replayed.id)
-    console.print(build_renderable(summary, examples=5))
+        summary = summarize_run(store, replayed.id, keep=EXAMPLES)  # the rows shown, not all
+    console.print(build_renderable(summary, examples=EXAMPLES))
     console.print(f"\nfull report: ragreplay report {replayed.id} --format md")

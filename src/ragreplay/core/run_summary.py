@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -117,6 +118,8 @@ class RunSummary(BaseModel):
     latency_p95_ms: float | None
     warnings: list[str]
     cases: list[CaseRow]
+    all_cases: bool = True
+    """Whether ``cases`` lists every case; ``False``: only the first few of each kind a terminal shows."""
     failure_tags: FailureTags | None = None
     """The failure tags reviewers gave this run's cases; ``None`` when not looked up."""
 
@@ -173,79 +176,122 @@ def _case_row(case: Case, result: ResultRecord) -> CaseRow:
     )
 
 
-def _tag_rows(rows: Iterable[CaseRow]) -> list[TagRow]:
-    groups: dict[tuple[str, str], list[CaseRow]] = {}
-    for row in rows:
-        for key, value in row.tags.items():
-            groups.setdefault((key, value), []).append(row)
-    out = []
-    for (key, value), members in sorted(groups.items()):
-        counts = Counter(r.verdict for r in members if r.verdict is not None)
-        out.append(
-            TagRow(
-                tag=key,
-                value=value,
-                rates=VerdictRates.of(counts),
-                unscorable=sum(1 for r in members if r.fit == Fit.UNSCORABLE),
-                errors=sum(1 for r in members if r.error),
-            )
+class _TagCounts:
+    __slots__ = ("errors", "unscorable", "verdicts")
+
+    def __init__(self) -> None:
+        self.verdicts: Counter[Verdict] = Counter()
+        self.unscorable = 0
+        self.errors = 0
+
+
+class SummaryBuilder:
+    """Adds up a run's results one at a time, so a summary of 20,000 cases never holds them all.
+
+    With ``keep`` set, ``cases`` lists only the first ``keep`` cases of each kind a terminal report shows
+    (BAD_NO_FIT, GOOD_NO_FIT, errored, unscorable); the counts and rates always cover every case.
+    """
+
+    def __init__(self, keep: int | None = None) -> None:
+        self.keep = keep
+        self.rows: list[CaseRow] = []
+        self._listed: Counter[str] = Counter()
+        self.verdicts: Counter[Verdict] = Counter()
+        self.by_tag: dict[tuple[str, str], _TagCounts] = {}
+        self.latencies = array("d")
+        self.cost = 0.0
+        self.tokens_in = self.tokens_out = 0
+        self.n_cases = self.n_done = self.n_pending = self.n_errors = self.n_unscorable = self.n_rewritten = 0
+
+    def add(self, result: ResultRecord, case: Case | None) -> None:
+        """Count one result; ``case`` is ``None`` when the case is no longer in the store (not listed)."""
+        answer, judgment, rewrite = result.answer, result.judgment, result.rewrite
+        self.n_cases += 1
+        self.n_done += result.status == ResultStatus.DONE
+        self.n_pending += result.status == ResultStatus.PENDING
+        self.n_errors += result.status == ResultStatus.ERROR
+        unscorable = judgment is not None and judgment.fit == Fit.UNSCORABLE
+        self.n_unscorable += unscorable
+        self.n_rewritten += bool(rewrite and rewrite.rewritten)
+        if result.verdict is not None:
+            self.verdicts[result.verdict] += 1
+        if answer and answer.latency_ms is not None:
+            self.latencies.append(answer.latency_ms)
+        self.cost += sum(part.cost_usd for part in (answer, judgment, rewrite) if part is not None)
+        self.tokens_in += (answer.tokens.input if answer else 0) + (judgment.tokens.input if judgment else 0)
+        self.tokens_out += (answer.tokens.output if answer else 0) + (
+            judgment.tokens.output if judgment else 0
         )
-    return out
+        if case is None:
+            return
+        row = _case_row(case, result)
+        for key, value in row.tags.items():
+            counts = self.by_tag.setdefault((key, value), _TagCounts())
+            if row.verdict is not None:
+                counts.verdicts[row.verdict] += 1
+            counts.unscorable += row.fit == Fit.UNSCORABLE
+            counts.errors += bool(row.error)
+        if self.keep is None or self._wanted(row):
+            self.rows.append(row)
+
+    def _wanted(self, row: CaseRow) -> bool:
+        kinds = [str(row.verdict)] if row.verdict in (Verdict.BAD_NO_FIT, Verdict.GOOD_NO_FIT) else []
+        kinds += ["error"] * bool(row.error) + ["unscorable"] * (row.fit == Fit.UNSCORABLE)
+        wanted = [k for k in kinds if self._listed[k] < (self.keep or 0)]
+        for kind in wanted:
+            self._listed[kind] += 1
+        return bool(wanted)
+
+    def build(self, run: RunRecord, skipped: Mapping[SkipReason, int] | None = None) -> RunSummary:
+        """The summary of everything added."""
+        rates = VerdictRates.of(self.verdicts)
+        warnings = []
+        for label, group in (("GOOD", rates.good_maintenance), ("BAD", rates.bad_change)):
+            if group.n < MIN_N_TO_DECIDE:
+                warnings.append(
+                    f"only {group.n} judged {label} case(s): rates for {label} answers are too uncertain to "
+                    f"decide on (aim for at least {MIN_N_TO_DECIDE})"
+                )
+        if self.n_pending:
+            warnings.append(
+                f"{self.n_pending} case(s) not replayed yet: the run is unfinished; resume it with `ragreplay run`"
+            )
+        by_tag = [
+            TagRow(
+                tag=k, value=v, rates=VerdictRates.of(c.verdicts), unscorable=c.unscorable, errors=c.errors
+            )
+            for (k, v), c in sorted(self.by_tag.items())
+        ]
+        return RunSummary(
+            run=run,
+            n_cases=self.n_cases,
+            n_done=self.n_done,
+            n_pending=self.n_pending,
+            n_errors=self.n_errors,
+            n_unscorable=self.n_unscorable,
+            n_rewritten=self.n_rewritten,
+            rates=rates,
+            by_tag=by_tag,
+            skipped=dict(skipped or {}),
+            cost_usd=self.cost,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            latency_p50_ms=percentile(self.latencies, 50),
+            latency_p95_ms=percentile(self.latencies, 95),
+            warnings=warnings,
+            cases=self.rows,
+            all_cases=self.keep is None,
+        )
 
 
 def summarize(
     run: RunRecord,
-    results: Sequence[ResultRecord],
+    results: Iterable[ResultRecord],
     cases: Mapping[str, Case],
     skipped: Mapping[SkipReason, int] | None = None,
 ) -> RunSummary:
     """Compute the verdict matrix, rates with intervals, per-tag rows and the case list of a run."""
-    rows = [_case_row(cases[r.case_id], r) for r in results if r.case_id in cases]
-    counts = Counter(r.verdict for r in results if r.verdict is not None)
-    rates = VerdictRates.of(counts)
-    latencies = [r.answer.latency_ms for r in results if r.answer and r.answer.latency_ms is not None]
-    cost = sum(
-        (r.answer.cost_usd if r.answer else 0.0)
-        + (r.judgment.cost_usd if r.judgment else 0.0)
-        + (r.rewrite.cost_usd if r.rewrite else 0.0)
-        for r in results
-    )
-    tokens_in = sum(
-        (r.answer.tokens.input if r.answer else 0) + (r.judgment.tokens.input if r.judgment else 0)
-        for r in results
-    )
-    tokens_out = sum(
-        (r.answer.tokens.output if r.answer else 0) + (r.judgment.tokens.output if r.judgment else 0)
-        for r in results
-    )
-    n_pending = sum(1 for r in results if r.status == ResultStatus.PENDING)
-    warnings = []
-    for label, group in (("GOOD", rates.good_maintenance), ("BAD", rates.bad_change)):
-        if group.n < MIN_N_TO_DECIDE:
-            warnings.append(
-                f"only {group.n} judged {label} case(s): rates for {label} answers are too uncertain to decide on "
-                f"(aim for at least {MIN_N_TO_DECIDE})"
-            )
-    if n_pending:
-        warnings.append(
-            f"{n_pending} case(s) not replayed yet: the run is unfinished; resume it with `ragreplay run`"
-        )
-    return RunSummary(
-        run=run,
-        n_cases=len(results),
-        n_done=sum(1 for r in results if r.status == ResultStatus.DONE),
-        n_pending=n_pending,
-        n_errors=sum(1 for r in results if r.status == ResultStatus.ERROR),
-        n_unscorable=sum(1 for r in results if r.judgment and r.judgment.fit == Fit.UNSCORABLE),
-        n_rewritten=sum(1 for r in results if r.rewrite and r.rewrite.rewritten),
-        rates=rates,
-        by_tag=_tag_rows(rows),
-        skipped=dict(skipped or {}),
-        cost_usd=cost,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        latency_p50_ms=percentile(latencies, 50),
-        latency_p95_ms=percentile(latencies, 95),
-        warnings=warnings,
-        cases=rows,
-    )
+    builder = SummaryBuilder()
+    for result in results:
+        builder.add(result, cases.get(result.case_id))
+    return builder.build(run, skipped)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -111,6 +111,10 @@ class RunResults(Protocol):
 
     def load_results(self, run_id: str) -> list[ResultRecord]:
         """All result rows of a run."""
+        ...
+
+    def iter_results(self, run_id: str, only_started: bool = False) -> Iterator[ResultRecord]:
+        """The result rows of a run, streamed; ``only_started`` leaves out the pending ones."""
         ...
 
     def set_run_status(self, run_id: str, status: RunStatus, finished_at: datetime | None = None) -> None:

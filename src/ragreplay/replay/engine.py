@@ -6,9 +6,10 @@ without repeating a target call, and (with the model cache) without repeating a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 
 from ragreplay.core.chat import ProviderError
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
@@ -16,6 +17,9 @@ from ragreplay.core.types import Case, Fit, Rewrite
 from ragreplay.core.verdicts import verdict_for
 from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, RunStore, Target
+
+_PAGE = 500
+"""Cases read (and their pinned rewrites looked up) at a time."""
 
 
 @dataclass
@@ -31,33 +35,46 @@ class Replayer:
     _pinned: dict[str, Rewrite] = field(default_factory=dict)
 
     async def run(
-        self, run_id: str, cases: Sequence[Case], progress: ProgressCallback | None = None
+        self, run_id: str, cases: Collection[Case], progress: ProgressCallback | None = None
     ) -> Progress:
         """Replay every case of ``run_id`` that is not done yet; return the final counts.
 
-        Cases that errored in an earlier attempt are tried again; finished cases are never touched.
+        Cases that errored in an earlier attempt are tried again; finished cases are never touched. ``cases``
+        is iterated once, lazily (a :class:`~ragreplay.replay.selection.CaseSelection` streams from the store).
         """
         plan = self.plan(run_id, cases)
         state = await run_job(self, plan, self.concurrency, progress)
         self.store.runs.set_run_status(run_id, RunStatus.DONE, finished_at=datetime.now(UTC))
         return state
 
-    def plan(self, run_id: str, cases: Sequence[Case]) -> JobPlan[tuple[Case, ResultRecord]]:
-        """The cases of ``run_id`` still to replay, each with where it stopped; finished ones counted."""
-        existing = {r.case_id: r for r in self.store.runs.load_results(run_id)}
+    def plan(self, run_id: str, cases: Collection[Case]) -> JobPlan[tuple[Case, ResultRecord]]:
+        """The cases of ``run_id`` still to replay, each with where it stopped; finished ones counted.
+
+        Only the ids of finished cases and the results of cases stopped half-way are held; the cases are
+        read as the workers take them, with their pinned rewrites looked up a page at a time.
+        """
         state = Progress(total=len(cases))
-        todo: list[tuple[Case, ResultRecord]] = []
-        for case in cases:
-            result = existing.get(case.id) or ResultRecord(run_id=run_id, case_id=case.id)
+        done: set[str] = set()
+        started: dict[str, ResultRecord] = {}
+        for result in self.store.runs.iter_results(run_id, only_started=True):
             if result.status == ResultStatus.DONE:
+                done.add(result.case_id)
                 state.done += 1
                 self.count(state, result)
             else:
-                todo.append((case, result))
-        self._pinned = self.store.rewrites.get_rewrites(
-            [c.id for c, r in todo if c.history and r.rewrite is None]
-        )
-        return JobPlan(todo=todo, progress=state)
+                started[result.case_id] = result
+        return JobPlan(todo=self._todo(run_id, cases, done, started), progress=state)
+
+    def _todo(
+        self, run_id: str, cases: Iterable[Case], done: set[str], started: dict[str, ResultRecord]
+    ) -> Iterator[tuple[Case, ResultRecord]]:
+        left = (c for c in cases if c.id not in done)
+        while page := list(islice(left, _PAGE)):
+            todo = [(c, started.get(c.id) or ResultRecord(run_id=run_id, case_id=c.id)) for c in page]
+            self._pinned.update(
+                self.store.rewrites.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
+            )
+            yield from todo
 
     async def run_one(self, item: tuple[Case, ResultRecord]) -> ResultRecord:
         """Replay one case from where it stopped (see :meth:`replay_case`)."""
@@ -85,7 +102,7 @@ class Replayer:
         """The case's pinned standalone question; rewritten and pinned on first use."""
         if not case.history:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
-        pinned = self._pinned.get(case.id)
+        pinned = self._pinned.pop(case.id, None)
         if pinned is not None:
             return pinned.model_copy(update={"cost_usd": 0.0})  # paid by the run that pinned it
         if self.rewriter is None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from ragreplay.core.ids import content_hash
-from ragreplay.core.run_summary import RunSummary, summarize
+from ragreplay.core.run_summary import RunSummary, SummaryBuilder
 from ragreplay.core.runs import ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError, RagreplayError
@@ -19,6 +20,7 @@ from ragreplay.ports import Judge, QueryRewriter, ResultWriter, Target
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.replay.engine import Replayer
 from ragreplay.replay.rewrite import LocalRewriter, Rewriter
+from ragreplay.replay.selection import CaseSelection, case_ids
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 
@@ -29,7 +31,18 @@ def select_cases(
     tags: Mapping[str, str] | None = None,
     limit: int | None = None,
 ) -> list[Case]:
-    """The cases a run replays: all ingested cases, or those of some sources / with some tag values."""
+    """The cases a run replays, all in a list (see :func:`case_selection`, which a run streams)."""
+    return list(case_selection(store, sources, tags, limit))
+
+
+def case_selection(
+    store: Store,
+    sources: Sequence[str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    limit: int | None = None,
+) -> CaseSelection:
+    """The cases a run replays: all ingested cases, or those of some sources / with some tag values, read
+    lazily (only their ids are read here)."""
     source_ids = None
     if sources:
         source_ids = []
@@ -41,9 +54,7 @@ def select_cases(
                     "from `ragreplay sources`."
                 )
             source_ids.append(source.id)
-    cases = list(store.cases.iter_cases(source_ids=source_ids, tags=tags))
-    if limit is not None:
-        cases = cases[:limit]
+    cases = CaseSelection(store.cases, source_ids, tags, limit)
     if not cases:
         raise RagreplayError(
             "no labelled cases to replay. Fix: ingest a log with GOOD/BAD feedback (`ragreplay ingest FILE`), "
@@ -59,7 +70,7 @@ def new_run_id(now: datetime) -> str:
 
 def plan_run(
     store: Store,
-    cases: Sequence[Case],
+    cases: Collection[Case],
     target: Target,
     judge: Judge,
     rewriter: QueryRewriter | None,
@@ -75,7 +86,8 @@ def plan_run(
         "rewriter": {"name": rewriter.name, "prompt_version": rewriter.prompt_version} if rewriter else None,
     }
     config_hash = content_hash(config)
-    dataset_hash = content_hash(sorted(c.id for c in cases))
+    ids = case_ids(cases)
+    dataset_hash = content_hash(sorted(ids))
     if not fresh:
         found = store.runs.find_latest_run(config_hash, dataset_hash)
         if found is not None:
@@ -99,7 +111,7 @@ def plan_run(
         n_cases=len(cases),
         config={**config, "selection": dict(selection)},
     )
-    store.runs.create_run(run, [c.id for c in cases])
+    store.runs.create_run(run, ids)
     return run, False
 
 
@@ -113,7 +125,7 @@ async def execute_run(
     store: Store,
     writer: ResultWriter,
     run: RunRecord,
-    cases: Sequence[Case],
+    cases: Collection[Case],
     target: Target,
     judge: Judge,
     rewriter: QueryRewriter | None,
@@ -131,15 +143,23 @@ async def execute_run(
         raise
 
 
-def summarize_run(store: Store, run_ref: str) -> RunSummary:
-    """The summary of a run given its id or a unique prefix of it."""
+def summarize_run(store: Store, run_ref: str, keep: int | None = None) -> RunSummary:
+    """The summary of a run given its id or a unique prefix of it, computed as its results stream by (a page
+    of cases at a time); with ``keep``, it lists only the first ``keep`` cases of each kind a terminal shows."""
     run = store.runs.get_run(run_ref)
     if run is None:
         raise RagreplayError(f"no run matches {run_ref!r}. Fix: pick an id from `ragreplay runs`.")
-    results = store.runs.load_results(run.id)
-    cases = store.cases.get_cases([r.case_id for r in results])
+    builder = SummaryBuilder(keep)
+    results = store.runs.iter_results(run.id)
+    while page := list(islice(results, _SUMMARY_PAGE)):
+        cases = store.cases.get_cases([r.case_id for r in page])
+        for result in page:
+            builder.add(result, cases.get(result.case_id))
     sources = run.config.get("selection", {}).get("source_ids")
-    return summarize(run, results, cases, store.cases.skip_counts(sources))
+    return builder.build(run, store.cases.skip_counts(sources))
+
+
+_SUMMARY_PAGE = 1000
 
 
 PlanCallback = Callable[[RunRecord, bool], None]
@@ -158,7 +178,7 @@ async def replay(
     store: Store,
     settings: Settings,
     target: Target,
-    cases: Sequence[Case],
+    cases: Collection[Case],
     selection: Mapping[str, Any],
     env: Mapping[str, str],
     fresh: bool = False,

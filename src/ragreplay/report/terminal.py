@@ -23,7 +23,7 @@ from ragreplay.report.labels import (
 )
 
 
-def _cases_table(title: str, rows: list[CaseRow], limit: int) -> Table:
+def _cases_table(title: str, rows: list[CaseRow], limit: int, total: int | None = None) -> Table:
     table = Table(title=title, show_lines=True, expand=True)
     for col in ("case", "question replayed", "old answer", "new answer", "chunks old → new"):
         table.add_column(col, overflow="fold")
@@ -38,8 +38,9 @@ def _cases_table(title: str, rows: list[CaseRow], limit: int) -> Table:
             truncate(r.new_answer, 140),
             f"{', '.join(r.old_chunk_ids) or '–'} → {', '.join(r.new_chunk_ids) or '–'}",
         )
-    if len(rows) > limit:
-        table.caption = f"…and {len(rows) - limit} more (use --format json for all)"
+    total = len(rows) if total is None else total
+    if total > limit:
+        table.caption = f"…and {total - limit} more (use --format json for all)"
     return table
 
 
@@ -97,17 +98,22 @@ def build_renderable(s: RunSummary, examples: int = 5) -> Group:
     for w in s.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     if s.review:
-        parts.append(_cases_table(f"For review: BAD_NO_FIT ({len(s.review)})", s.review, examples))
+        n = _count(s, s.review)
+        parts.append(_cases_table(f"For review: BAD_NO_FIT ({n})", s.review, examples, n))
     regressions = s.rows(Verdict.GOOD_NO_FIT)
     if regressions:
-        parts.append(
-            _cases_table(f"Possible regressions: GOOD_NO_FIT ({len(regressions)})", regressions, examples)
-        )
+        n = _count(s, regressions)
+        parts.append(_cases_table(f"Possible regressions: GOOD_NO_FIT ({n})", regressions, examples, n))
     for r in s.errors[:examples]:
         parts.append(Text(f"error {r.case_id}: {truncate(r.error, 200)}", style="red"))
     for r in s.unscorable[:examples]:
         parts.append(Text(f"unscorable {r.case_id}: {truncate(r.judge_reason, 200)}", style="magenta"))
     return Group(*parts)
+
+
+def _count(s: RunSummary, rows: list[CaseRow]) -> int:
+    """How many cases of the kind of ``rows`` the run has (a summary may list only the first few)."""
+    return len(rows) if s.all_cases or rows[0].verdict is None else s.rates.counts[rows[0].verdict]
 
 
 def render_text(s: RunSummary, examples: int = 5, width: int = 120) -> str:
