@@ -13,6 +13,11 @@ background load hits both alike. After the run the proxy is stopped (SIGTERM: th
 the rows in the store are counted. Prints one JSON object (percentiles, requests/s per path, CPU ms per request
 of each process during each path's rounds, the server stack); exits 1 on a champion error or when the rows do
 not add up (rows == (sampled - dropped) * challengers - rows dropped - rows lost).
+
+``--big-mb 15`` adds two paths, ``direct_big`` and ``proxy_big``: the same small requests while another client
+sends one question of that many MB (text the redactor has to scan) down the same path at the start of each of
+their rounds, so "other users' p99 while a large body passes" is ``proxy_big`` against ``proxy`` (and
+``direct_big`` against ``direct`` is what the champion's own parsing of it costs).
 """
 
 from __future__ import annotations
@@ -52,7 +57,9 @@ def champion_app(latency_s: float) -> Any:
     async def ask(request: Request) -> JSONResponse:
         body = await request.json()
         await asyncio.sleep(latency_s)
-        return JSONResponse({"answer": f"champion: {body['question']}", "contexts": [{"id": "cao#12"}]})
+        # a short answer even to a huge question, so the shadow reads (and redacts) the question
+        answer = f"champion: {body['question'][:200]}"
+        return JSONResponse({"answer": answer, "contexts": [{"id": "cao#12"}]})
 
     return Starlette(routes=[Route("/ask", ask, methods=["POST"])])
 
@@ -207,16 +214,45 @@ def machine_busy_s() -> float | None:
     return (user + nice + system) / os.sysconf("SC_CLK_TCK")
 
 
+BIG_LINE = "Please check order 4471 of 2024-03-01 for x@example.com, call me on +31 6 1234 5678 today. "
+
+
+def big_body(mb: float) -> bytes:
+    """A JSON question of about ``mb`` MB: sentences with an e-mail address and a phone number in each."""
+    return json.dumps({"question": BIG_LINE * int(mb * (1 << 20) / len(BIG_LINE))}).encode()
+
+
+async def send_big(url: str, body: bytes, statuses: list[int]) -> None:
+    """POST ``body`` to ``url``/ask once; its status (0: failed) goes to ``statuses``."""
+    async with client_session(1) as client:
+        headers = {"Content-Type": "application/json", "X-User-Id": "big"}
+        try:
+            async with client.post(url + "/ask", data=body, headers=headers) as resp:
+                await resp.read()
+                statuses.append(resp.status)
+        except (aiohttp.ClientError, TimeoutError):
+            statuses.append(0)
+
+
 async def measure(
-    direct_url: str, proxy_url: str, requests: int, concurrency: int, rounds: int, pids: dict[str, int]
+    direct_url: str,
+    proxy_url: str,
+    requests: int,
+    concurrency: int,
+    rounds: int,
+    pids: dict[str, int],
+    big: bytes = b"",
 ) -> dict[str, Any]:
     """Warm up both paths (200 requests each, which also opens the connections), then ``requests`` per path in
     ``rounds`` that alternate direct and proxy, so a burst of background load hits both alike. The two paths
     get identical clients (one pool of ``concurrency`` keep-alive connections each). Also adds up the CPU time
-    each process (``pids`` and this client) spent during each path's rounds."""
-    latencies: dict[str, list[float]] = {"direct": [], "proxy": []}
-    errors = {"direct": 0, "proxy": 0}
-    wall = {"direct": 0.0, "proxy": 0.0}
+    each process (``pids`` and this client) spent during each path's rounds. With ``big``, also the
+    ``direct_big`` and ``proxy_big`` paths: the same while ``big`` is posted down that path once a round."""
+    paths = ["direct", "proxy", *(["direct_big", "proxy_big"] if big else [])]
+    latencies: dict[str, list[float]] = {path: [] for path in paths}
+    errors = dict.fromkeys(paths, 0)
+    wall = dict.fromkeys(paths, 0.0)
+    big_statuses: dict[str, list[int]] = {path: [] for path in paths}
     cpu: dict[str, dict[str, float | None]] = {
         path: dict.fromkeys([*pids, "client", "others"], 0.0) for path in latencies
     }
@@ -230,16 +266,24 @@ async def measure(
         return {**ours, "others": others}
 
     async with client_session(concurrency) as direct, client_session(concurrency) as through:
-        clients = {"direct": (direct, direct_url), "proxy": (through, proxy_url)}
+        both = {"direct": (direct, direct_url), "proxy": (through, proxy_url)}
+        clients = {path: both[path.removesuffix("_big")] for path in paths}
         warm = min(200, requests)
-        for client, url in clients.values():
+        for client, url in both.values():
             await load(client, url, range(-warm, 0), concurrency)
         start = 0
         for size in _rounds(requests, rounds):
             for path, (client, url) in clients.items():
+                sender = (
+                    asyncio.create_task(send_big(url, big, big_statuses[path]))
+                    if path.endswith("_big")
+                    else None
+                )
                 before, started = snapshot(), time.perf_counter()
                 lat, err = await load(client, url, range(start, start + size), concurrency)
                 after = snapshot()
+                if sender is not None:
+                    await sender
                 wall[path] += time.perf_counter() - started
                 latencies[path] += lat
                 errors[path] += err
@@ -247,7 +291,7 @@ async def measure(
                     b, a = before[role], after[role]
                     cpu[path][role] = None if spent is None or a is None or b is None else spent + a - b
             start += size
-    return {"latencies": latencies, "errors": errors, "cpu_s": cpu, "wall_s": wall}
+    return {"latencies": latencies, "errors": errors, "cpu_s": cpu, "wall_s": wall, "big": big_statuses}
 
 
 def _loop_factory(stack: str = "auto") -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -322,10 +366,10 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
                     args.concurrency,
                     args.rounds,
                     pids,
+                    big_body(args.big_mb) if args.big_mb else b"",
                 )
             )
         direct, through = measured["latencies"]["direct"], measured["latencies"]["proxy"]
-        direct_errors, proxy_errors = measured["errors"]["direct"], measured["errors"]["proxy"]
         proxy.send_signal(signal.SIGTERM)
         proxy.wait(timeout=args.timeout + 30)
     finally:
@@ -339,6 +383,28 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
     # one challenger: one row per shadowed request
     expected_rows = (stats["sampled"] - stats["dropped"]) - stats["rows_dropped"] - stats["rows_lost"]
     p50_d, p99_d, p50_p, p99_p = pct(direct, 0.5), pct(direct, 0.99), pct(through, 0.5), pct(through, 0.99)
+    big: dict[str, Any] = {}
+    if args.big_mb:
+        lat = measured["latencies"]
+        big = {
+            "big_mb": args.big_mb,
+            "big_bodies_sent": {p: len(v) for p, v in measured["big"].items() if v},
+            "big_statuses": {p: sorted(set(v)) for p, v in measured["big"].items() if v},
+            "direct_big_ms": {
+                "p50": round(pct(lat["direct_big"], 0.5), 3),
+                "p99": round(pct(lat["direct_big"], 0.99), 3),
+            },
+            "proxy_big_ms": {
+                "p50": round(pct(lat["proxy_big"], 0.5), 3),
+                "p99": round(pct(lat["proxy_big"], 0.99), 3),
+            },
+            "max_ms": {p: round(max(v), 1) for p, v in lat.items()},
+            # what a large body passing through the proxy adds to other users' p99, and the same direct
+            "big_adds_p99_ms": {
+                "proxy": round(pct(lat["proxy_big"], 0.99) - p99_p, 3),
+                "direct": round(pct(lat["direct_big"], 0.99) - p99_d, 3),
+            },
+        }
     return {
         "requests": args.requests,
         "warmup_requests_per_path": min(200, args.requests),
@@ -351,7 +417,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
         "requests_per_s": {
             path: round(args.requests / max(w, 1e-9)) for path, w in measured["wall_s"].items()
         },
-        "champion_errors": direct_errors + proxy_errors,
+        "champion_errors": sum(measured["errors"].values()),
         # CPU time per measured request, per process, during each path's rounds (the proxy's includes the shadow)
         "cpu_ms_per_request": {
             path: {
@@ -364,6 +430,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
         "rows_expected": expected_rows,
         "rows_in_store": stored,
         "rows_add_up": stored == expected_rows == stats["rows_written"],
+        **big,
     }
 
 
@@ -379,6 +446,9 @@ def main() -> None:
         "--rounds", type=int, default=4, help="direct and proxy runs alternate in this many rounds"
     )
     parser.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
+    parser.add_argument(
+        "--big-mb", type=float, default=0.0, help="also measure while questions of this many MB pass (0: off)"
+    )
     parser.add_argument("--role", choices=["champion", "challenger", "proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--champion", help=argparse.SUPPRESS)
