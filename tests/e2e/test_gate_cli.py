@@ -105,6 +105,9 @@ def test_the_local_judge_never_decides_unless_accepted(tmp_path: Path, store_url
     )
     assert capped.returncode == 2, capped.stderr
     assert "--accept-local-judge" in capped.stdout
+    # the report says the preference was the local pairwise judge's alone, with its measured dev figures
+    shown = " ".join(capped.stdout.split())
+    assert "decided only by the local pairwise judge" in shown and "pairwise-pandalm" in shown
 
 
 def test_what_cannot_run_exits_3(tmp_path: Path, store_url: str) -> None:

@@ -6,13 +6,18 @@ import json
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.errors import ConfigError
+from ragreplay.report.labels import local_judge_notes
 
 FORMATS = ("text", "md", "json")
 
 
 def render_comparison_json(summary: ComparisonSummary) -> str:
-    """The whole summary, per-case rows included, as indented JSON."""
-    return json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    """The whole summary, per-case rows included, as indented JSON, with ``judge_notes``: the caveats of the
+    local judges used (empty for model judges)."""
+    data = summary.model_dump(mode="json") | {
+        "judge_notes": local_judge_notes(summary.judge, summary.fit_judge)
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 def render_comparison(summary: ComparisonSummary, fmt: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
 from ragreplay.report.failure_tags import failure_tags_markdown
-from ragreplay.report.labels import md_text
+from ragreplay.report.labels import local_judge_notes, md_text
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -22,6 +22,8 @@ def render_comparison_markdown(summary: ComparisonSummary) -> str:
         "",
     ]
     lines += [f"- **{key}**: {md_text(value)}" for key, value in header_lines(summary)]
+    for note in local_judge_notes(summary.judge, summary.fit_judge):
+        lines += ["", f"> {md_text(note)}"]
     lines += ["", "## Champion vs each challenger", ""]
     grid = [[label, *cells] for label, cells in grid_rows(summary)]
     lines += _table(["figure", *(s.name for s in summary.challengers)], grid)

@@ -10,6 +10,7 @@ from rich.text import Text
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
 from ragreplay.report.failure_tags import failure_tags_renderable
+from ragreplay.report.labels import local_judge_notes
 
 
 def build_comparison_renderable(summary: ComparisonSummary) -> Group:
@@ -37,6 +38,8 @@ def build_comparison_renderable(summary: ComparisonSummary) -> Group:
     parts.append(tags)
     for name, ft in (summary.failure_tags or {}).items():
         parts.append(failure_tags_renderable(ft, f"Failure tags from review, {name}"))
+    for note in local_judge_notes(summary.judge, summary.fit_judge):
+        parts.append(Text(note, style="yellow"))
     if summary.warnings:
         parts.append(Text("warnings", style="bold yellow"))
         parts.extend(Text(f"- {w}", style="yellow") for w in summary.warnings)

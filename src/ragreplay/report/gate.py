@@ -10,7 +10,7 @@ from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import Bar
 from ragreplay.gate.run import GateReport
 from ragreplay.report.failure_tags import failure_tags_markdown
-from ragreplay.report.labels import failure_tag_rows, failure_tags_head, md_text
+from ragreplay.report.labels import failure_tag_rows, failure_tags_head, local_judge_notes, md_text
 
 GATE_FORMATS = ("text", "md", "json", "junit")
 COMMENT_MARKER = "<!-- ragreplay-gate -->"
@@ -70,6 +70,12 @@ def _failure_tag_lines(ft: FailureTags) -> list[str]:
     ]
 
 
+def gate_judge_notes(report: GateReport) -> list[str]:
+    """The caveats of the local judges the gate used (empty when models judged it)."""
+    config = report.gate.config
+    return local_judge_notes(str(config["judge"]["name"]), str(config.get("fit_judge", {}).get("name", "")))
+
+
 def render_gate_text(report: GateReport, failure_tags: FailureTags | None = None) -> str:
     """The terminal report: headline, one line per bar, reasons, the cases to look at and (when given) the
     failure tags reviewers gave the set's questions."""
@@ -81,6 +87,7 @@ def render_gate_text(report: GateReport, failure_tags: FailureTags | None = None
         f"{v.n_items} items, {v.n_errors} errored",
         f"champion {config['champion']['name']} vs challenger {config['challenger']['name']}; judge "
         f"{config['judge']['name']} ({config['judge']['prompt_version']}), both orders; cost ${report.cost_usd:.4f}",
+        *gate_judge_notes(report),
         "",
         *(_bar_line(b) for b in v.bars),
     ]
@@ -112,6 +119,7 @@ def render_gate_markdown(report: GateReport, failure_tags: FailureTags | None = 
         f"({v.n_errors} errored); champion {md_text(config['champion']['name'])} vs challenger "
         f"{md_text(config['challenger']['name'])}, judge {md_text(config['judge']['name'])} in both "
         f"orders. Gate `{report.gate.id}`, cost ${report.cost_usd:.4f}.",
+        *(f"\n> {md_text(note)}" for note in gate_judge_notes(report)),
         "",
         "| bar | decision | value | n | 95% interval | threshold | rule |",
         "|---|---|---|---|---|---|---|",
@@ -153,6 +161,7 @@ def gate_json(report: GateReport, failure_tags: FailureTags | None = None) -> di
         "verdict": report.verdict.model_dump(mode="json"),
         "policy": report.policy.model_dump(mode="json"),
         "local_judge": report.local_judge,
+        "judge_notes": gate_judge_notes(report),
         "cost_usd": report.cost_usd,
         "failure_tags": None if failure_tags is None else failure_tags.model_dump(mode="json"),
         "items": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragreplay.core.failure_tags import FailureTags
+from ragreplay.core.judge_cards import card_for
 from ragreplay.core.run_summary import RateValue, RunSummary, VerdictRates
 from ragreplay.core.types import Verdict
 
@@ -29,8 +30,31 @@ JUDGE_NOTES = {
 
 
 def judge_caveat(s: RunSummary) -> str:
-    """What the run's judge can and cannot tell, when it is not a language model; else an empty string."""
-    return next((note for prefix, note in JUDGE_NOTES.items() if s.run.judge_name.startswith(prefix)), "")
+    """What the run's judge can and cannot tell, when it is not a language model (a local judge with its
+    measured dev figures); else an empty string."""
+    note = next((note for prefix, note in JUDGE_NOTES.items() if s.run.judge_name.startswith(prefix)), "")
+    card = card_for(s.run.judge_name)
+    return f"{note} {card.summary()}" if card is not None and note else note
+
+
+LOCAL_PAIRWISE_ONLY = (
+    "Preference here was decided only by the local pairwise judge (no language model, no reference answer): "
+    "a screen for what to look at, not a verdict."
+)
+
+
+def local_judge_notes(pairwise_judge: str, *other_judges: str) -> list[str]:
+    """The caveats of a comparison or gate judged by ``pairwise_judge`` (and ``other_judges``): that the
+    preference was decided only by the local pairwise judge when it was, then the card of each local judge
+    used (measured dev accuracy and coverage, the baseline, what it cannot tell). Empty for model judges."""
+    notes = [LOCAL_PAIRWISE_ONLY] if pairwise_judge == "local:pairwise" else []
+    seen: set[str] = set()
+    for name in (pairwise_judge, *other_judges):
+        card = card_for(name)
+        if card is not None and card.judge not in seen:
+            seen.add(card.judge)
+            notes.append(card.summary())
+    return notes
 
 
 RATE_LABELS = (
