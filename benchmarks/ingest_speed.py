@@ -50,7 +50,9 @@ def write_one_conversation(path: Path, n_messages: int) -> int:
         messages.append(
             {"role": "ai", "content": f"Policy {i} gives {i % 30} days.", "feedback": ["good", "bad"][i % 2]}
         )
-    path.write_text(json.dumps({"id": "one-long-conversation", "messages": messages}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"id": "one-long-conversation", "messages": messages}) + "\n", encoding="utf-8"
+    )
     return 1
 
 

@@ -25,7 +25,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         (["report", "--help"], ["[default: text]"]),
     ],
 )
-def test_help_shows_the_defaults(argv: list[str], defaults: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_shows_the_defaults(
+    argv: list[str], defaults: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     text = _out(argv, capsys)
     for default in defaults:
         assert default in text, default
