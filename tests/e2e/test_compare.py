@@ -4,6 +4,9 @@ judged by the fake LLM judge."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +195,35 @@ def test_compare_two_fake_challengers_side_by_side_with_the_fake_judge(
     assert "single random order" in text and "not measured (single random order)" in text
     header = next(line for line in text.splitlines() if "figure" in line)
     assert header.index(" a ") < header.index(" b ")
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragreplay.cli.app", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+    )
+
+
+def test_comparisons_fit_80_columns(tmp_path: Path) -> None:
+    log, champion, a, b = _fake_fixture(tmp_path)
+    db = str(tmp_path / "s.db")
+    long_a = "challenger-with-a-long-descriptive-name"
+    _cli(
+        "compare", "--champion", str(champion), "--challenger", f"{long_a}={a}", "--challenger", f"b={b}",
+        "--cases", str(log), "--judge", "fake:default", "--db", db, "--format", "json",
+    )  # fmt: skip
+    out = _cli("comparisons", "--db", db).stdout
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    header = next(line for line in lines if line.startswith("comparison "))
+    assert header.split() == ["comparison", "created", "status", "done", "sides", "judge", "cases"]
+    (row,) = [line.split() for line in lines if line.startswith("cmp_")]  # one line: nothing wrapped
+    assert row[3] == "done" and row[4] == "4/4"  # id, date (two words), status and counts whole
+    assert "…" in out  # the names are cut, not wrapped (`compare-report ID` has them whole)
 
 
 def test_compare_rejects_bad_flags_with_a_clear_error(

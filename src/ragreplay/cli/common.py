@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -19,6 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from rich.text import Text
 
 from ragreplay.errors import ConfigError
@@ -81,3 +83,28 @@ def count_progress() -> Progress:
         console=err_console,
         transient=True,
     )
+
+
+def compact_table(title: str) -> Table:
+    """A borderless table: two spaces between columns, so eight of them fit 80 columns."""
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+
+
+def add_fitted_columns(
+    table: Table, rows: Sequence[Sequence[str]], whole: Sequence[str], cut: Sequence[tuple[str, int]]
+) -> None:
+    """The columns of a :func:`compact_table` that fits the terminal: the ``whole`` ones first (ids, dates,
+    counts: copied or read at a glance) never wrap and are as wide as their widest cell or header; the ``cut``
+    ones (names, by weight) share what is left and end in an ellipsis, never narrower than their header."""
+    fixed = 0
+    for i, col in enumerate(whole):
+        width = max([len(col), *(len(row[i]) for row in rows)])
+        table.add_column(col, no_wrap=True, min_width=width)
+        fixed += width + 2  # two spaces between columns
+    left = console.width - fixed - 2 * (len(cut) - 1)
+    weights = sum(weight for _, weight in cut)
+    given = 0
+    for n, (col, weight) in enumerate(cut):
+        share = left - given if n == len(cut) - 1 else left * weight // weights
+        given += share
+        table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=max(6, len(col), share))

@@ -10,9 +10,16 @@ from pathlib import Path
 from typing import Annotated, cast
 
 import typer
-from rich.table import Table
 
-from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    add_fitted_columns,
+    compact_table,
+    console,
+    count_progress,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.comparison_run import load_targets, parse_challengers, run_comparison
 from ragreplay.compare.grid import ComparisonSummary
@@ -182,20 +189,23 @@ def comparisons(
             "no comparisons yet: start one with `ragreplay compare --champion ... --challenger ...`"
         )
         return
-    table = Table(title=f"comparisons in {settings.db}")
-    table.add_column("comparison", no_wrap=True)  # ids are copied from here: never cut them
-    for col in ("created", "status", "done/total", "champion", "challengers", "judge", "cases"):
-        table.add_column(col, overflow="fold")
-    for r in records:
-        cfg = r.config
-        table.add_row(
+    # fits 80 columns: ids, dates and counts never wrap; names are cut with an ellipsis (`compare-report ID`
+    # has them all)
+    rows = [
+        (
             r.id,
-            f"{r.created_at:%Y-%m-%d %H:%M}",
+            f"{r.created_at:%m-%d %H:%M}",
             str(r.status),
             f"{counts.get(r.id, 0)}/{r.n_cases}",
-            cfg["champion"]["name"],
-            ", ".join(c["name"] for c in cfg["challengers"]),
-            f"{cfg['judge']['name']} ({cfg['judge']['prompt_version']}), order {cfg['order']}",
-            cfg["cases"],
+            f"{r.config['champion']['name']} vs {', '.join(c['name'] for c in r.config['challengers'])}",
+            f"{r.config['judge']['name']} ({r.config['judge']['prompt_version']}), order {r.config['order']}",
+            r.config["cases"],
         )
+        for r in records
+    ]
+    table = compact_table(f"comparisons in {settings.db}")
+    whole = ("comparison", "created", "status", "done")
+    add_fitted_columns(table, rows, whole, (("sides", 2), ("judge", 2), ("cases", 1)))
+    for row in rows:
+        table.add_row(*row)
     console.print(table)

@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
-from ragreplay.cli.common import console, open_store, settings_from
+from ragreplay.cli.common import add_fitted_columns, compact_table, console, open_store, settings_from
 from ragreplay.core.runs import ResultStatus, RunStatus
 from ragreplay.errors import ConfigError
 from ragreplay.replay.replay_run import summarize_run
@@ -74,17 +72,12 @@ def runs(
         )
         for r in records
     ]
-    table = _table(f"runs in {settings.db}")
-    fixed = 0
-    for i, col in enumerate(("run", "created", "status", "done", "err")):
-        # ids are copied from here: never cut them, nor the dates and counts
-        width = max(len(col), *(len(row[i]) for row in rows))
-        table.add_column(col, no_wrap=True, min_width=width)
-        fixed += width + 2
-    # the names share what is left of the terminal, cut with an ellipsis (`ragreplay report ID` has them whole)
-    left = console.width - fixed - 2
-    table.add_column("target", no_wrap=True, overflow="ellipsis", max_width=max(6, left * 3 // 5))
-    table.add_column("judge", no_wrap=True, overflow="ellipsis", max_width=max(6, left - left * 3 // 5))
+    table = compact_table(f"runs in {settings.db}")
+    # ids are copied from here: never cut them, nor the dates and counts; the names share what is left of the
+    # terminal, cut with an ellipsis (`ragreplay report ID` has them whole)
+    add_fitted_columns(
+        table, rows, ("run", "created", "status", "done", "err"), (("target", 3), ("judge", 2))
+    )
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -94,11 +87,6 @@ def runs(
             "most likely stopped. The same `ragreplay run` command resumes it.",
             highlight=False,
         )
-
-
-def _table(title: str) -> Table:
-    """A borderless table: two spaces between columns, so eight of them fit 80 columns."""
-    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
 
 
 STALE = "stale"
@@ -134,12 +122,12 @@ def sources(
         )
         for s in records
     ]
-    table = _table(f"sources in {settings.db}")
+    table = compact_table(f"sources in {settings.db}")
     for i, col in enumerate(("source", "path", "format", "ingested", "convs", "cases", "skipped")):
         if col == "path":  # folded, never cut: paths are copied whole
             table.add_column(col, overflow="fold", min_width=10, ratio=1)
         else:
-            table.add_column(col, no_wrap=True, min_width=max(len(col), *(len(row[i]) for row in rows)))
+            table.add_column(col, no_wrap=True, min_width=max([len(col), *(len(row[i]) for row in rows)]))
     for row in rows:
         table.add_row(*row)
     console.print(table)
