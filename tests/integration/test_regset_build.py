@@ -88,7 +88,7 @@ def test_replay_candidates_from_an_ingested_log(store: Store) -> None:
         c for c in cases.values() if c.history and c.id not in {x.source_id for x in found.items}
     )
     store.rewrites.pin_rewrite(
-        follow_up.id, Rewrite(original=follow_up.query, query="standalone?", rewritten=True)
+        follow_up.id, Rewrite(original=follow_up.query, query="standalone?", rewritten=True), "fake:rw@1"
     )
     again = replay_candidates(store, since, until, no_redaction)
     assert {c.source_id: c.question for c in again.items}[follow_up.id] == "standalone?"

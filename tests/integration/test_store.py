@@ -258,12 +258,17 @@ def test_pin_rewrite_first_writer_wins(store: Store) -> None:
     )
     other = Rewrite(original="and him?", query="Who is Robert?", rewritten=True)
     assert store.rewrites.get_rewrite("case_x") is None
-    assert store.rewrites.pin_rewrite("case_x", first) == first
-    assert store.rewrites.pin_rewrite("case_x", other) == first
+    assert store.rewrites.pin_rewrite("case_x", first, "fake@r1") == first
+    assert store.rewrites.pin_rewrite("case_x", other, "fake@r1") == first
+    assert store.rewrites.get_rewrite("case_x", "fake@r1") == first
+    # pins are per rewriter version: another one pins its own, and the first pin stays the case's default
+    assert store.rewrites.pin_rewrite("case_x", other, "fake@r2") == other
+    assert store.rewrites.get_rewrite("case_x", "fake@r2") == other
     assert store.rewrites.get_rewrite("case_x") == first
-    store.rewrites.pin_rewrite("case_y", other)
-    store.rewrites.pin_rewrite("case_z", other)
-    assert store.rewrites.unpin_rewrites(["case_x", "missing"]) == 1
+    assert store.rewrites.get_rewrite("case_x", "fake@r3") is None
+    store.rewrites.pin_rewrite("case_y", other, "fake@r1")
+    store.rewrites.pin_rewrite("case_z", other, "fake@r1")
+    assert store.rewrites.unpin_rewrites(["case_x", "missing"]) == 2
     assert store.rewrites.get_rewrite("case_x") is None
     assert store.rewrites.unpin_rewrites() == 2
     assert store.rewrites.get_rewrite("case_y") is None

@@ -70,10 +70,14 @@ async def test_pin_first_wins(store: Store) -> None:
     first = Rewrite(original="q", query="first", rewritten=True)
     second = Rewrite(original="q", query="second", rewritten=True)
     async with StoreWriter(store) as writer:
-        a, b = await asyncio.gather(writer.pin_rewrite("case1", first), writer.pin_rewrite("case1", second))
+        a, b = await asyncio.gather(
+            writer.pin_rewrite("case1", first, "rw@1"), writer.pin_rewrite("case1", second, "rw@1")
+        )
         assert a == b == first
-        assert await writer.pin_rewrite("case1", second) == first
-    assert store.rewrites.get_rewrites(["case1"]) == {"case1": first}
+        assert await writer.pin_rewrite("case1", second, "rw@1") == first
+        assert await writer.pin_rewrite("case1", second, "rw@2") == second  # another rewriter version
+    assert store.rewrites.get_rewrites(["case1"], "rw@1") == {"case1": first}
+    assert store.rewrites.get_rewrites(["case1"], "rw@2") == {"case1": second}
 
 
 async def test_store_failure_reaches_every_waiter(store: Store) -> None:

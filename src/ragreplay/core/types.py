@@ -134,7 +134,7 @@ class Answer(_Frozen):
 
 
 class Rewrite(_Frozen):
-    """The standalone question a case replays, pinned once per case."""
+    """The standalone question a case replays, pinned once per case and rewriter version."""
 
     original: str
     query: str
@@ -143,6 +143,8 @@ class Rewrite(_Frozen):
     prompt_version: str | None = None
     note: str = ""
     cost_usd: float = 0.0
+    unreadable: bool = False
+    """The rewriter's reply could not be read: the question is kept as asked for this run, never pinned."""
 
 
 class Judgment(_Frozen):

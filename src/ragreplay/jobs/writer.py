@@ -35,7 +35,7 @@ class StoreWriter:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._batch = WriteBatch()
-        self._waiters: list[asyncio.Future[dict[str, Rewrite]]] = []
+        self._waiters: list[asyncio.Future[dict[tuple[str, str], Rewrite]]] = []
         self._pending_cache: dict[str, Mapping[str, Any]] = {}
         self._known: KnownKeys | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragreplay-writer")
@@ -80,10 +80,11 @@ class StoreWriter:
         self._batch.results.append(result)
         await self._commit()
 
-    async def pin_rewrite(self, case_id: str, rewrite: Rewrite) -> Rewrite:
-        """Pin ``rewrite`` to a case unless one is pinned already; return the pinned one once committed."""
-        self._batch.pins.append((case_id, rewrite))
-        return (await self._commit())[case_id]
+    async def pin_rewrite(self, case_id: str, rewrite: Rewrite, rewriter: str) -> Rewrite:
+        """Pin ``rewrite`` to a case for ``rewriter`` unless it pinned one already; return the pinned one once
+        committed."""
+        self._batch.pins.append((case_id, rewriter, rewrite))
+        return (await self._commit())[case_id, rewriter]
 
     async def save_comparison_rows(self, rows: Sequence[ComparisonRowRecord]) -> None:
         """Save one case's comparison rows (one per challenger); returns once they are committed."""
@@ -114,8 +115,8 @@ class StoreWriter:
             self._task = None
         self._executor.shutdown(wait=True)
 
-    def _commit(self) -> asyncio.Future[dict[str, Rewrite]]:
-        future: asyncio.Future[dict[str, Rewrite]] = asyncio.get_running_loop().create_future()
+    def _commit(self) -> asyncio.Future[dict[tuple[str, str], Rewrite]]:
+        future: asyncio.Future[dict[tuple[str, str], Rewrite]] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
         self._kick()
         return future

@@ -101,8 +101,8 @@ class CacheBackend(Protocol):
 class PinnedRewrites(Protocol):
     """The store's ``rewrites`` repository, as the replay engine reads it."""
 
-    def get_rewrites(self, case_ids: Sequence[str]) -> dict[str, Rewrite]:
-        """The rewrites pinned to any of ``case_ids``, by case id."""
+    def get_rewrites(self, case_ids: Sequence[str], rewriter: str | None = None) -> dict[str, Rewrite]:
+        """The rewrites ``rewriter`` (``name@prompt_version``) pinned to any of ``case_ids``, by case id."""
         ...
 
 
@@ -143,8 +143,8 @@ class ResultWriter(Protocol):
         """Upsert one case's result row."""
         ...
 
-    async def pin_rewrite(self, case_id: str, rewrite: Rewrite) -> Rewrite:
-        """Pin ``rewrite`` unless one is pinned already; return the pinned one."""
+    async def pin_rewrite(self, case_id: str, rewrite: Rewrite, rewriter: str) -> Rewrite:
+        """Pin ``rewrite`` for ``rewriter`` unless it pinned one already; return the pinned one."""
         ...
 
 

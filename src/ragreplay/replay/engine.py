@@ -34,6 +34,11 @@ class Replayer:
     concurrency: int = 16
     _pinned: dict[str, Rewrite] = field(default_factory=dict)
 
+    @property
+    def _rewriter_key(self) -> str | None:
+        """The rewriter version pins are kept under (``name@prompt_version``); ``None`` without a rewriter."""
+        return None if self.rewriter is None else f"{self.rewriter.name}@{self.rewriter.prompt_version}"
+
     async def run(
         self, run_id: str, cases: Collection[Case], progress: ProgressCallback | None = None
     ) -> Progress:
@@ -71,9 +76,9 @@ class Replayer:
         left = (c for c in cases if c.id not in done)
         while page := list(islice(left, _PAGE)):
             todo = [(c, started.get(c.id) or ResultRecord(run_id=run_id, case_id=c.id)) for c in page]
-            self._pinned.update(
-                self.store.rewrites.get_rewrites([c.id for c, r in todo if c.history and r.rewrite is None])
-            )
+            if self._rewriter_key is not None:
+                follow_ups = [c.id for c, r in todo if c.history and r.rewrite is None]
+                self._pinned.update(self.store.rewrites.get_rewrites(follow_ups, self._rewriter_key))
             yield from todo
 
     async def run_one(self, item: tuple[Case, ResultRecord]) -> ResultRecord:
@@ -99,15 +104,19 @@ class Replayer:
         return await self._save(result.model_copy(update={"status": ResultStatus.ERROR, "error": message}))
 
     async def _rewrite(self, case: Case) -> Rewrite:
-        """The case's pinned standalone question; rewritten and pinned on first use."""
+        """The standalone question this run's rewriter pinned to the case; rewritten and pinned on first use
+        (a reply that could not be read is used for this run and not pinned)."""
         if not case.history:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
         pinned = self._pinned.pop(case.id, None)
         if pinned is not None:
             return pinned.model_copy(update={"cost_usd": 0.0})  # paid by the run that pinned it
-        if self.rewriter is None:
+        if self.rewriter is None or self._rewriter_key is None:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no rewriter")
-        return await self.writer.pin_rewrite(case.id, await self.rewriter.rewrite(case))
+        rewrite = await self.rewriter.rewrite(case)
+        if rewrite.unreadable:  # this run only: the next run (or another rewriter) asks again
+            return rewrite
+        return await self.writer.pin_rewrite(case.id, rewrite, self._rewriter_key)
 
     async def replay_case(self, case: Case, result: ResultRecord) -> ResultRecord:
         """Take one case from wherever it stopped to DONE or ERROR, saving after each step."""

@@ -82,6 +82,7 @@ class Rewriter:
                 prompt_version=REWRITE_PROMPT_VERSION,
                 note="unreadable rewriter reply; original question kept",
                 cost_usd=response.cost_usd,
+                unreadable=True,
             )
         query = query.strip()
         return Rewrite(

@@ -35,7 +35,8 @@ class WriteBatch:
     """Writes gathered from many coroutines; applied in one transaction, cache rows first."""
 
     cache: list[CacheEntry] = field(default_factory=list)
-    pins: list[tuple[str, Rewrite]] = field(default_factory=list)
+    pins: list[tuple[str, str, Rewrite]] = field(default_factory=list)
+    """(case id, rewriter, rewrite): pins are per rewriter version."""
     results: list[ResultRecord] = field(default_factory=list)
     comparison_rows: list[ComparisonRowRecord] = field(default_factory=list)
     shadow_judgments: list[ShadowJudgmentRecord] = field(default_factory=list)
@@ -72,8 +73,9 @@ class BatchWriter(StoreBase):
         self._gates = gates
         self._review_judgments = review_judgments
 
-    def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
-        """Apply ``batch`` in one transaction; returns the rewrite pinned to each case of ``batch.pins``.
+    def write_batch(self, batch: WriteBatch) -> dict[tuple[str, str], Rewrite]:
+        """Apply ``batch`` in one transaction; returns the rewrite pinned to each (case, rewriter) of
+        ``batch.pins``.
 
         Cache entries and pins keep the first value per key (as :meth:`cache_put` and :meth:`pin_rewrite` do);
         results keep the last record per (run, case). Rows are de-duplicated first: one multi-row statement may
@@ -91,20 +93,23 @@ class BatchWriter(StoreBase):
             for e in reversed(batch.cache)
         }
         pin_rows = {
-            case_id: {"case_id": case_id, "data": to_json(r), "pinned_at": now}
-            for case_id, r in reversed(batch.pins)
+            (case_id, rw): {"case_id": case_id, "rewriter": rw, "data": to_json(r), "pinned_at": now}
+            for case_id, rw, r in reversed(batch.pins)
         }
         result_rows = {(r.run_id, r.case_id): result_row(r) for r in batch.results}
-        pinned: dict[str, Rewrite] = {}
+        pinned: dict[tuple[str, str], Rewrite] = {}
         with self._write() as conn:
             if cache_rows:
                 conn.execute(self._insert_ignore(llm_cache, ["key"]), list(cache_rows.values()))
             if pin_rows:
-                conn.execute(self._insert_ignore(rewrites, ["case_id"]), list(pin_rows.values()))
-                for chunk in chunked(list(pin_rows)):
-                    query = select(rewrites.c.case_id, rewrites.c.data).where(rewrites.c.case_id.in_(chunk))
-                    for case_id, data in conn.execute(query):
-                        pinned[case_id] = Rewrite.model_validate_json(data)
+                conn.execute(self._insert_ignore(rewrites, ["case_id", "rewriter"]), list(pin_rows.values()))
+                for chunk in chunked(list(dict.fromkeys(case_id for case_id, _ in pin_rows))):
+                    query = select(rewrites.c.case_id, rewrites.c.rewriter, rewrites.c.data).where(
+                        rewrites.c.case_id.in_(chunk)
+                    )
+                    for case_id, rw, data in conn.execute(query):
+                        if (case_id, rw) in pin_rows:
+                            pinned[case_id, rw] = Rewrite.model_validate_json(data)
             if result_rows:
                 conn.execute(self._upsert(results, ["run_id", "case_id"]), list(result_rows.values()))
             if batch.comparison_rows:

@@ -7,6 +7,7 @@ change the schema by appending a new one (and update :mod:`ragreplay.store.schem
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -541,3 +542,38 @@ def m013_dialogues(conn: Connection) -> None:
     collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""  # as every id column (schema.Id)
     conn.execute(text(f"ALTER TABLE cases ADD COLUMN dialogue_id TEXT{collate}"))
     conn.execute(text("ALTER TABLE cases ADD COLUMN history_len INTEGER"))
+
+
+@migration(14)
+def m014_rewrites_per_rewriter(conn: Connection) -> None:
+    """A case's pinned question is per rewriter version: ``rewrites`` is keyed by (case_id, rewriter), the
+    rewriter being ``name@prompt_version``, so a run with another rewriter rewrites the case itself. Pins made
+    before keep the rewriter their rewrite names (``?`` when it names none); a pinned reply that could not be
+    read is dropped, so the next run asks again."""
+    md = MetaData()
+    new = Table(
+        "rewrites_v14",
+        md,
+        Column("case_id", Id, primary_key=True),
+        Column("rewriter", Text, primary_key=True),
+        Column("data", Text, nullable=False),
+        Column("pinned_at", UTCDateTime, nullable=False),
+    )
+    new.create(conn)
+    old = Table(
+        "rewrites", MetaData(), Column("case_id", Id), Column("data", Text), Column("pinned_at", UTCDateTime)
+    )
+    rows = []
+    for case_id, data, pinned_at in conn.execute(select(old.c.case_id, old.c.data, old.c.pinned_at)):
+        pinned = json.loads(data)
+        if str(pinned.get("note", "")).startswith("unreadable rewriter reply"):
+            continue
+        rewriter = f"{pinned['model']}@{pinned.get('prompt_version')}" if pinned.get("model") else "?"
+        rows.append({"case_id": case_id, "rewriter": rewriter, "data": data, "pinned_at": pinned_at})
+        if len(rows) >= 1000:
+            conn.execute(new.insert(), rows)
+            rows = []
+    if rows:
+        conn.execute(new.insert(), rows)
+    old.drop(conn)
+    conn.execute(text("ALTER TABLE rewrites_v14 RENAME TO rewrites"))

@@ -162,6 +162,7 @@ rewrites = Table(
     "rewrites",
     metadata,
     Column("case_id", Id, primary_key=True),
+    Column("rewriter", StorableText, primary_key=True),  # name@prompt_version: pins are per rewriter version
     Column("data", StorableText, nullable=False),
     Column("pinned_at", UTCDateTime, nullable=False),
 )

@@ -75,7 +75,7 @@ class Store(StoreBase):
             self.review_judgments,
         )
 
-    def write_batch(self, batch: WriteBatch) -> dict[str, Rewrite]:
+    def write_batch(self, batch: WriteBatch) -> dict[tuple[str, str], Rewrite]:
         """Apply ``batch`` (results, pins, cache entries, comparison rows, shadow judgments) in one
         transaction; returns the rewrite pinned to each case of ``batch.pins``."""
         return self._batch.write_batch(batch)
