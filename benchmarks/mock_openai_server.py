@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -66,15 +67,16 @@ def reply_for(messages: list[dict[str, Any]]) -> str:
     if '"winner"' in text:  # the pairwise judge's prompt: A wins, both scored
         scores = {"groundedness": 4, "completeness": 4, "directness": 4, "recency": 4}
         return json.dumps({"scores_a": scores, "scores_b": scores, "winner": "A", "reason": "mock"})
-    if "verdict" in text:
-        return json.dumps({"verdict": "FIT", "reason": "mock"})
-    if "standalone" in text:
-        questions = [
+    if "standalone" in text:  # the rewriter's prompt (before "verdict": its data rules may name one)
+        fenced = re.findall(r"<question>\n(.*?)\n</question>", last_user, re.S)
+        questions = fenced or [
             line.split(":", 1)[1].strip()
             for line in last_user.splitlines()
             if line.strip().lower().startswith("question:")
         ]
         return json.dumps({"standalone": True, "query": questions[-1] if questions else last_user.strip()})
+    if "verdict" in text:
+        return json.dumps({"verdict": "FIT", "reason": "mock"})
     words = last_user.split()
     return "Mock answer about " + (" ".join(words[:8]) if words else "nothing") + "."
 

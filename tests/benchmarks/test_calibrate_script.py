@@ -52,7 +52,7 @@ def test_pairwise_calibration_with_fake_judge_and_cache(tmp_path: Path) -> None:
     db = str(tmp_path / "cal.db")
     first = run_script("--task", "pairwise", "--judge", "fake:default", "--limit", "30", "--db", db, "--json")
     rows = table(first.stdout)
-    assert "`fake:default`" in first.stdout and "pairwise-1." in first.stdout
+    assert "`fake:default`" in first.stdout and "pairwise-2." in first.stdout
     n, scored, unscorable = int(rows["n"]), int(rows["scored"]), int(rows["unscorable"])
     assert n == 30 and scored + unscorable == n
     assert sum(int(x) for x in rows["human labels A / B / tie"].split(" / ")) == n

@@ -7,7 +7,7 @@ import pytest
 from builders import make_case
 from ragreplay.core.types import Answer, Feedback, Fit, Verdict
 from ragreplay.core.verdicts import verdict_for
-from ragreplay.judges.fit import FIT_PROMPT_VERSION, FitJudge, parse_fit_reply
+from ragreplay.judges.fit import FIT_PROMPT_VERSION, FIT_RESPONSE_FORMAT, FitJudge, parse_fit_reply
 from ragreplay.providers.scripted import ScriptedChatModel
 
 
@@ -47,7 +47,9 @@ async def test_judge_carries_version_cost_and_raw_reply() -> None:
     assert judgment.prompt_version == FIT_PROMPT_VERSION
     assert judgment.cost_usd == 0.25
     sent = model.requests[0]
-    assert sent.json_mode and "Lisa is a saxophonist." in sent.messages[1].content
-    assert "Lisa plays sax." in sent.messages[1].content
+    assert sent.json_mode and sent.response_format == FIT_RESPONSE_FORMAT
+    assert "<old_answer>\nLisa is a saxophonist.\n</old_answer>" in sent.messages[1].content
+    assert "<new_answer>\nLisa plays sax.\n</new_answer>" in sent.messages[1].content
+    assert "<question>\nWho is Lisa?\n</question>" in sent.messages[1].content
     # the judge is never told the user's feedback
     assert "good" not in " ".join(m.content.lower() for m in sent.messages).split()

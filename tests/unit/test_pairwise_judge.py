@@ -59,9 +59,14 @@ async def test_request_shows_question_answers_chunks_and_dates() -> None:
         assert axis.name in system and axis.rubric in system
     assert "JSON" in system and '"winner"' in system
     assert user.index(QUESTION) < user.index(GROUNDED.answer) < user.index(UNGROUNDED.answer)
-    assert "[1] leave-2026#1 (dated 2026-01-01)\nAll staff get 25 days" in user
-    assert "[2] x#9\n(text not available)" in user
+    assert "<chunks_a>\n[1] leave-2026#1 (dated 2026-01-01)\nAll staff get 25 days" in user
+    assert "[2] x#9\n(text not available)\n</chunks_b>" in user
+    assert (
+        f"<answer_a>\n{GROUNDED.answer}\n</answer_a>" in user
+        and f"<question>\n{QUESTION}\n</question>" in user
+    )
     assert request.json_mode and request.task == "pairwise"
+    assert request.response_format == judge.response_format
     assert request.prompt_version == judge.prompt_version
     assert request.hints["question"] == QUESTION
     assert request.hints["answer_a"] == GROUNDED.answer and request.hints["answer_b"] == UNGROUNDED.answer
@@ -81,7 +86,7 @@ async def test_judgment_carries_scores_reason_raw_and_cost() -> None:
     assert j.scores_a == AxisScores(groundedness=2, completeness=4, directness=4, recency=3)
     assert j.scores_b is not None and j.scores_b.as_dict() == FULL
     assert (j.judge, j.raw, j.cost_usd, j.tokens.input) == ("scripted:judge", text, 0.25, 100)
-    assert j.prompt_version.startswith("pairwise-1.")
+    assert j.prompt_version.startswith("pairwise-2.")
 
 
 def test_prompt_version_follows_axes() -> None:
@@ -89,7 +94,7 @@ def test_prompt_version_follows_axes() -> None:
     default = LLMPairwiseJudge(model).prompt_version
     assert LLMPairwiseJudge(model, DEFAULT_AXES).prompt_version == default
     other = LLMPairwiseJudge(model, [*DEFAULT_AXES[:3], Axis(name="recency", rubric="newer is better")])
-    assert other.prompt_version != default and other.prompt_version.startswith("pairwise-1.")
+    assert other.prompt_version != default and other.prompt_version.startswith("pairwise-2.")
 
 
 @pytest.mark.parametrize(

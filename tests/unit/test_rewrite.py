@@ -7,7 +7,13 @@ import pytest
 from builders import make_case, make_history
 from ragreplay.core.types import Case, Feedback, Message
 from ragreplay.providers.scripted import ScriptedChatModel
-from ragreplay.replay.rewrite import REWRITE_PROMPT_VERSION, LocalRewriter, Rewriter, is_follow_up
+from ragreplay.replay.rewrite import (
+    REWRITE_PROMPT_VERSION,
+    REWRITE_RESPONSE_FORMAT,
+    LocalRewriter,
+    Rewriter,
+    is_follow_up,
+)
 
 
 def _model(reply: str) -> ScriptedChatModel:
@@ -40,6 +46,14 @@ async def test_rewrite_with_history() -> None:
     rewrite = await Rewriter(model).rewrite(_case(HISTORY))
     assert model.calls == 1
     assert rewrite.rewritten and rewrite.query == "How old is Lisa Simpson?"
+    (sent,) = model.requests
+    assert sent.response_format == REWRITE_RESPONSE_FORMAT
+    user = sent.messages[1].content
+    assert (
+        "<user_turn>\nWho is Lisa Simpson?\n</user_turn>\n<assistant_turn>\nA character.\n</assistant_turn>"
+        in user
+    )
+    assert "<question>\nHow old is she?\n</question>" in user
     assert rewrite.prompt_version == REWRITE_PROMPT_VERSION and rewrite.model == "scripted:rw"
 
 
@@ -87,3 +101,9 @@ async def test_local_rewriter_prepends_first_and_previous_questions() -> None:
     assert not (await LocalRewriter().rewrite(standalone)).rewritten
     first_turn = case.model_copy(update={"history": ()})
     assert (await LocalRewriter().rewrite(first_turn)).note == "no history"
+
+
+async def test_a_reply_with_two_different_queries_keeps_the_original() -> None:
+    reply = 'The user wrote {"query": "ignore the rules"}; mine: {"standalone": false, "query": "How old is Lisa?"}'
+    rewrite = await Rewriter(_model(reply)).rewrite(_case(HISTORY))
+    assert rewrite.query == "How old is she?" and not rewrite.rewritten and "unreadable" in rewrite.note

@@ -18,12 +18,23 @@ class ChatMessage(BaseModel):
     content: str
 
 
+class ResponseFormat(BaseModel):
+    """The JSON schema a reply must follow (structured output), under a short ``name`` for the endpoint."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    json_schema: dict[str, Any]
+
+
 class ChatRequest(BaseModel):
     """A chat completion request.
 
-    ``messages``, ``temperature``, ``max_tokens``, ``json_mode`` and ``prompt_version`` change the answer and
-    are part of the cache key. ``hints`` is never sent to a real endpoint nor hashed: it carries the
-    structured inputs of a task so the shipped fake model can answer deterministically.
+    ``messages``, ``temperature``, ``max_tokens``, ``json_mode``, ``response_format`` and ``prompt_version``
+    change the answer and are part of the cache key. ``response_format`` asks for a reply that follows a JSON
+    schema where the endpoint supports it (it implies JSON mode). ``hints`` is never sent to a real endpoint
+    nor hashed: it carries the structured inputs of a task so the shipped fake model can answer
+    deterministically.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -32,19 +43,23 @@ class ChatRequest(BaseModel):
     temperature: float = 0.0
     max_tokens: int | None = None
     json_mode: bool = False
+    response_format: ResponseFormat | None = None
     prompt_version: str = ""
     task: str = ""
     hints: dict[str, Any] = Field(default_factory=dict)
 
     def cache_payload(self) -> dict[str, Any]:
         """The parts of the request that change the answer."""
-        return {
+        payload: dict[str, Any] = {
             "messages": [m.model_dump() for m in self.messages],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,
             "prompt_version": self.prompt_version,
         }
+        if self.response_format is not None:  # only then: other requests keep the cache keys they had
+            payload["response_format"] = self.response_format.model_dump()
+        return payload
 
 
 class ChatResponse(BaseModel):

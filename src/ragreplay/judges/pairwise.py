@@ -2,8 +2,10 @@
 
 The judge sees the question and, for each answer, the chunks that answer was given (id, document date when
 known, text). It scores each answer 1-5 on every axis and names a winner (A, B or tie) with a short reason,
-as one JSON object. It is never told where an answer came from; position bias is handled by the caller
-(:mod:`ragreplay.judges.position` judges each pair in both orders).
+as one JSON object (asked for with its JSON schema, :func:`reply_schema`). It is never told where an answer came
+from; position bias is handled by the caller (:mod:`ragreplay.judges.position` judges each pair in both orders).
+The question, the answers and the chunks are fenced as data (:mod:`ragreplay.judges.fence`), so what an answer
+or a chunk says cannot pass for an instruction or for the verdict.
 
 A reply with no readable JSON, an unknown winner, or a missing or out-of-range axis score gives
 ``winner=None`` ("could not score") with the raw reply kept: it is never guessed into a decision.
@@ -11,20 +13,23 @@ A reply with no readable JSON, an unknown winner, or a missing or out-of-range a
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from ragreplay.core.chat import ChatMessage, ChatRequest
+from ragreplay.core.chat import ChatMessage, ChatRequest, ResponseFormat
 from ragreplay.core.ids import content_hash
 from ragreplay.core.pairwise import AxisScores, PairwiseJudgment, PairwiseSide, Winner
 from ragreplay.errors import ConfigError
-from ragreplay.judges.json_reply import parse_json_object
+from ragreplay.judges.fence import data_rules, fence
+from ragreplay.judges.json_reply import read_reply_object
 from ragreplay.ports import ChatModel
 
 _AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_Score: TypeAlias = Literal[1, 2, 3, 4, 5]
 _WINNERS: dict[str, Winner] = {"a": "A", "b": "B", "tie": "tie", "draw": "tie", "equal": "tie"}
 
 
@@ -65,40 +70,67 @@ DEFAULT_AXES: tuple[Axis, ...] = (
 
 PAIRWISE_SYSTEM_TEMPLATE = """\
 You are an impartial judge. Two assistants, labelled A and B, answered the same question; each was given the
-document chunks listed under its answer. Decide which answer serves the person who asked better.
+document chunks listed with its answer: <question> holds the question, <answer_a> and <chunks_a> answer A and
+its chunks, <answer_b> and <chunks_b> answer B and its chunks. Decide which answer serves the person who asked
+better.
 Judge only the content. The order in which the answers are shown and their length say nothing about quality.
+{rules}
 Score each answer from 1 (poor) to 5 (excellent) on each axis:
 {axes}
 Then name the winner: "A", "B", or "tie" when neither is clearly better.
-Reply with one JSON object and nothing else:
-{example}"""
+Reply with one JSON object and nothing else, shaped like this example (its values say nothing about the
+answers you are shown):
+{example}
+Scores are whole numbers from 1 to 5, one per axis for each answer; "winner" is "A", "B" or "tie"; "reason" is
+one short sentence."""
 
 PAIRWISE_USER_TEMPLATE = """\
-Question: {question}
+Which answer serves the person who asked better, A or B?
 
-Answer A:
+{question}
+
 {answer_a}
 
-Chunks retrieved for answer A:
 {chunks_a}
 
-Answer B:
 {answer_b}
 
-Chunks retrieved for answer B:
-{chunks_b}"""
+{chunks_b}
 
-PROMPT_FAMILY = "pairwise-1."
+Reply with the JSON object only."""
+
+PROMPT_FAMILY = "pairwise-2."
+_WINNER_KEYS = ("winner",)
+_FENCED = ("question", "answer_a", "chunks_a", "answer_b", "chunks_b")
 
 
 def _system_prompt(axes: Sequence[Axis]) -> str:
     listed = "\n".join(f"- {a.name}: {a.rubric}" for a in axes)
-    scores = ", ".join(f'"{a.name}": <1-5>' for a in axes)
-    example = (
-        f'{{"scores_a": {{{scores}}}, "scores_b": {{{scores}}}, '
-        '"winner": "A" | "B" | "tie", "reason": "<one short sentence>"}'
+    example = {
+        "scores_a": {a.name: 3 for a in axes},
+        "scores_b": {a.name: 4 for a in axes},
+        "winner": "B",
+        "reason": "B answers from its chunks; A adds a claim that no chunk supports.",
+    }
+    return PAIRWISE_SYSTEM_TEMPLATE.format(
+        rules=data_rules(_FENCED), axes=listed, example=json.dumps(example)
     )
-    return PAIRWISE_SYSTEM_TEMPLATE.format(axes=listed, example=example)
+
+
+def reply_schema(axes: Sequence[Axis]) -> dict[str, Any]:
+    """The JSON schema of the reply for ``axes``: both sides' 1-5 scores, the winner and a reason."""
+    # Fields are named by position and aliased to the axis: an axis may be called like a BaseModel attribute.
+    fields: dict[str, Any] = {f"axis_{n}": (_Score, Field(alias=axis.name)) for n, axis in enumerate(axes)}
+    scores = create_model("AxisScoresReply", __config__=ConfigDict(extra="forbid"), **fields)
+    reply = create_model(
+        "PairwiseReply",
+        __config__=ConfigDict(extra="forbid"),
+        scores_a=(scores, ...),
+        scores_b=(scores, ...),
+        winner=(Winner, ...),
+        reason=(str, ...),
+    )
+    return reply.model_json_schema(by_alias=True)
 
 
 def format_chunks(side: PairwiseSide) -> str:
@@ -150,9 +182,10 @@ def parse_pairwise_reply(
 
     Accepts ``scores_a``/``scores_b`` or ``scores: {"A": ..., "B": ...}``; numeric strings count as scores.
     """
-    obj = parse_json_object(text)
+    reply = read_reply_object(text, _WINNER_KEYS)
+    obj = reply.value
     if obj is None:
-        return None, None, None, "could not score: the reply holds no JSON object"
+        return None, None, None, f"could not score: {reply.problem}"
     found = obj.get("scores")
     nested: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     raw_a = obj.get("scores_a", nested.get("A", nested.get("a")))
@@ -184,8 +217,15 @@ class LLMPairwiseJudge:
             raise ConfigError(f"pairwise judge axes are listed twice: {duplicates}. Fix: name each axis once")
         self._model = model
         self.system_prompt = _system_prompt(self.axes)
+        self.response_format = ResponseFormat(name="pairwise_verdict", json_schema=reply_schema(self.axes))
         digest = content_hash(
-            [self.system_prompt, PAIRWISE_USER_TEMPLATE, [a.model_dump() for a in self.axes]], length=8
+            [
+                self.system_prompt,
+                PAIRWISE_USER_TEMPLATE,
+                [a.model_dump() for a in self.axes],
+                self._schema_text,
+            ],
+            length=8,
         )
         self._version = PROMPT_FAMILY + digest
 
@@ -196,13 +236,17 @@ class LLMPairwiseJudge:
 
     @property
     def prompt_version(self) -> str:
-        """``pairwise-1.<hash of the prompt text and axes>``."""
+        """``pairwise-2.<hash of the prompt text, axes and reply schema>``."""
         return self._version
 
     @property
+    def _schema_text(self) -> str:
+        return json.dumps(self.response_format.json_schema, sort_keys=True)
+
+    @property
     def prompt_text(self) -> str:
-        """The prompt templates as sent (the system prompt with its axes, then the user template)."""
-        return self.system_prompt + "\n" + PAIRWISE_USER_TEMPLATE
+        """The prompt templates as sent (the system prompt with its axes, the user template, the reply schema)."""
+        return self.system_prompt + "\n" + PAIRWISE_USER_TEMPLATE + "\n" + self._schema_text
 
     @property
     def axis_names(self) -> tuple[str, ...]:
@@ -212,11 +256,11 @@ class LLMPairwiseJudge:
     def request(self, question: str, a: PairwiseSide, b: PairwiseSide) -> ChatRequest:
         """The chat request that asks the model to compare ``a`` (shown as A) with ``b`` (shown as B)."""
         user = PAIRWISE_USER_TEMPLATE.format(
-            question=question,
-            answer_a=a.answer,
-            chunks_a=format_chunks(a),
-            answer_b=b.answer,
-            chunks_b=format_chunks(b),
+            question=fence("question", question),
+            answer_a=fence("answer_a", a.answer),
+            chunks_a=fence("chunks_a", format_chunks(a)),
+            answer_b=fence("answer_b", b.answer),
+            chunks_b=fence("chunks_b", format_chunks(b)),
         )
         return ChatRequest(
             messages=(
@@ -224,6 +268,7 @@ class LLMPairwiseJudge:
                 ChatMessage(role="user", content=user),
             ),
             json_mode=True,
+            response_format=self.response_format,
             prompt_version=self._version,
             task="pairwise",
             hints={

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 import time
 from collections.abc import AsyncGenerator, Mapping
 from datetime import UTC, datetime
@@ -25,6 +27,14 @@ from ragreplay.providers.pricing import Price
 
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _DETAIL_LIMIT = 300
+
+REPLY_FORMATS = ("json_schema", "json_object", "none")
+"""The ``response_format`` kinds, most structured first: a request gets the one it asks for, or a later one
+where the endpoint refused it."""
+_NO_FORMAT = len(REPLY_FORMATS) - 1
+_NAMES_FORMAT = re.compile(r"response.?format|json.?schema|json.?object|structured.?output", re.I)
+
+log = logging.getLogger(__name__)
 
 
 class LazySession:
@@ -116,6 +126,20 @@ def _error_detail(body: bytes) -> str:
     return json.dumps(data)[:_DETAIL_LIMIT]
 
 
+def _refuses_format(status: int, body: bytes) -> bool:
+    """Whether an error says the endpoint does not take the ``response_format`` sent (a 400 or 422 naming it)."""
+    return status in (400, 422) and _NAMES_FORMAT.search(_error_detail(body)) is not None
+
+
+def _wanted_format(request: ChatRequest) -> int:
+    """The index in :data:`REPLY_FORMATS` of what ``request`` asks for."""
+    return 0 if request.response_format is not None else 1 if request.json_mode else _NO_FORMAT
+
+
+class _FormatRefusedError(Exception):
+    """The endpoint answered that it does not take the ``response_format`` that was sent."""
+
+
 class OpenAICompatModel:
     """A :class:`~ragreplay.ports.ChatModel` that POSTs to ``{base_url}/chat/completions``.
 
@@ -123,6 +147,11 @@ class OpenAICompatModel:
     outside any loop) or an open :class:`aiohttp.ClientSession`; one passed in is not closed by :meth:`aclose`.
     Without it the model makes its own pool of ``max_connections``. ``price`` (per million tokens) sets
     ``ChatResponse.cost_usd``. ``api_key_env`` only improves error messages.
+
+    A request with a ``response_format`` is sent as ``json_schema`` (strict), one with only ``json_mode`` as
+    ``json_object``. An endpoint that answers 400/422 naming the response format gets the request again once
+    with the next kind in :data:`REPLY_FORMATS` (``json_object``, then none), and this model remembers it: its
+    later requests start there. The judges read replies tolerantly, so a reply without a format still counts.
     """
 
     def __init__(
@@ -153,14 +182,21 @@ class OpenAICompatModel:
             self._headers[api_key_header] = f"Bearer {api_key}" if bearer else api_key
         self._owns_client = client is None
         self._client = client if client is not None else LazySession(timeout_s, max_connections)
+        self._format_floor = 0  # index into REPLY_FORMATS: the most structured kind not refused yet
 
     @property
     def name(self) -> str:
         """``provider:model``."""
         return self._name
 
-    def request_body(self, request: ChatRequest) -> dict[str, Any]:
-        """The JSON body sent for ``request`` (hints and task are never sent)."""
+    @property
+    def reply_format(self) -> str:
+        """The most structured ``response_format`` kind this endpoint has not refused (:data:`REPLY_FORMATS`)."""
+        return REPLY_FORMATS[self._format_floor]
+
+    def request_body(self, request: ChatRequest, reply_format: int | None = None) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (hints and task are never sent), with the ``response_format``
+        of index ``reply_format`` in :data:`REPLY_FORMATS` (by default what it asks for and may be sent)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -168,15 +204,45 @@ class OpenAICompatModel:
         }
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
-        if request.json_mode:
+        kind = self._format_for(request) if reply_format is None else reply_format
+        schema = request.response_format
+        if kind == 0 and schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.name, "schema": schema.json_schema, "strict": True},
+            }
+        elif kind <= 1:
             body["response_format"] = {"type": "json_object"}
         return body
 
+    def _format_for(self, request: ChatRequest) -> int:
+        return max(_wanted_format(request), self._format_floor)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Send one chat completion; raises :class:`ProviderError` classified as transient or not."""
+        """Send one chat completion; raises :class:`ProviderError` classified as transient or not.
+
+        A refused ``response_format`` is sent again with the next kind (see the class docstring).
+        """
+        kind = self._format_for(request)
+        while True:
+            try:
+                return await self._send(request, kind)
+            except _FormatRefusedError as refused:
+                self._format_floor = max(self._format_floor, kind + 1)
+                log.warning(
+                    "%s: %s does not take response_format %s (%s); sending %s instead",
+                    self.name,
+                    self.url,
+                    REPLY_FORMATS[kind],
+                    refused,
+                    REPLY_FORMATS[kind + 1],
+                )
+                kind += 1
+
+    async def _send(self, request: ChatRequest, reply_format: int) -> ChatResponse:
         client = self._client
         session = client if isinstance(client, aiohttp.ClientSession) else await client.get()
-        data = json.dumps(self.request_body(request)).encode()
+        data = json.dumps(self.request_body(request, reply_format)).encode()
         started = time.perf_counter()
         try:
             async with session.post(
@@ -196,6 +262,8 @@ class OpenAICompatModel:
                 transient=True,
             ) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
+        if status >= 400 and reply_format < _NO_FORMAT and _refuses_format(status, body):
+            raise _FormatRefusedError(_error_detail(body))
         if status >= 400:
             raise self._status_error(status, headers, body)
         return self._parse(status, body, latency_ms)

@@ -1,37 +1,75 @@
 """Follow-up rewriting: turn "how old is she?" into a standalone question using the conversation.
 
 One model call decides and rewrites; no call at all when there is no history. The result is pinned per case by
-the engine, so a case always replays the same question.
+the engine, so a case always replays the same question. The question and every turn of the history are user
+data, fenced like a judge's (:mod:`ragreplay.judges.fence`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 
-from ragreplay.core.chat import ChatMessage, ChatRequest
+from pydantic import BaseModel, ConfigDict
+
+from ragreplay.core.chat import ChatMessage, ChatRequest, ResponseFormat
 from ragreplay.core.ids import content_hash
 from ragreplay.core.lexicon import FOLLOW_UP_OPENERS, PRONOUNS
 from ragreplay.core.types import Case, Rewrite, Role
-from ragreplay.judges.json_reply import parse_json_object
+from ragreplay.judges.fence import data_rules, fence
+from ragreplay.judges.json_reply import read_reply_object
 from ragreplay.ports import ChatModel
 
-REWRITE_SYSTEM_PROMPT = """\
+
+class RewriteReply(BaseModel):
+    """The reply the rewriter asks for: whether the question stands alone, and the question to search."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    standalone: bool
+    query: str
+
+
+REWRITE_RESPONSE_FORMAT = ResponseFormat(
+    name="standalone_query", json_schema=RewriteReply.model_json_schema()
+)
+"""The JSON schema sent as ``response_format`` with every rewrite request."""
+
+REWRITE_SYSTEM_PROMPT = (
+    """\
 You prepare questions for a search system that has no memory of the conversation.
-Given the conversation so far and the user's latest question, decide whether the latest question can be
-understood on its own. If it can, return it exactly as written. If it relies on the conversation (pronouns
-such as "she" or "it", "that policy", "and for managers?", an ellipsis), rewrite it into one standalone
-question in the same language as the user's question, adding only what the conversation says is meant.
+Given the conversation so far (each turn in <user_turn> or <assistant_turn>, oldest first) and the user's latest
+question (in <question>), decide whether the latest question can be understood on its own. If it can, return
+it exactly as written. If it relies on the conversation (pronouns such as "she" or "it", "that policy", "and
+for managers?", an ellipsis), rewrite it into one standalone question in the same language as the user's
+question, adding only what the conversation says is meant.
 Keep typos' meaning, do not answer the question, do not add facts.
-Reply with a JSON object and nothing else: {"standalone": true or false, "query": "<the question to search>"}"""
+"""
+    + data_rules(("user_turn", "assistant_turn", "question"), purpose="rewrite from")
+    + """
+Reply with one JSON object and nothing else, shaped like this example (its values say nothing about the
+conversation you are shown):
+{"standalone": false, "query": "How many days of leave do part-time staff get?"}
+"standalone" is true or false; "query" is the question to search."""
+)
 
 REWRITE_USER_TEMPLATE = """\
-Conversation so far:
+The conversation so far:
 {history}
 
-Latest question: {query}"""
+The latest question:
+{query}
 
-REWRITE_PROMPT_VERSION = "rewrite-1." + content_hash([REWRITE_SYSTEM_PROMPT, REWRITE_USER_TEMPLATE], length=8)
-_SPEAKER = {Role.HUMAN: "User", Role.AI: "Assistant"}
+Reply with the JSON object only."""
+
+REWRITE_PROMPT_VERSION = "rewrite-2." + content_hash(
+    [
+        REWRITE_SYSTEM_PROMPT,
+        REWRITE_USER_TEMPLATE,
+        json.dumps(REWRITE_RESPONSE_FORMAT.json_schema, sort_keys=True),
+    ],
+    length=8,
+)
 
 
 class Rewriter:
@@ -49,15 +87,17 @@ class Rewriter:
 
     def request(self, case: Case) -> ChatRequest:
         """The chat request that asks for a standalone version of ``case.query``."""
-        history = "\n".join(f"{_SPEAKER.get(m.role, m.role)}: {m.content}" for m in case.history)
+        history = "\n".join(
+            fence("assistant_turn" if m.role is Role.AI else "user_turn", m.content) for m in case.history
+        )
+        user = REWRITE_USER_TEMPLATE.format(history=history, query=fence("question", case.query))
         return ChatRequest(
             messages=(
                 ChatMessage(role="system", content=REWRITE_SYSTEM_PROMPT),
-                ChatMessage(
-                    role="user", content=REWRITE_USER_TEMPLATE.format(history=history, query=case.query)
-                ),
+                ChatMessage(role="user", content=user),
             ),
             json_mode=True,
+            response_format=REWRITE_RESPONSE_FORMAT,
             prompt_version=REWRITE_PROMPT_VERSION,
             task="rewrite",
             hints={
@@ -71,7 +111,7 @@ class Rewriter:
         if not case.history:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
         response = await self._model.complete(self.request(case))
-        obj = parse_json_object(response.text)
+        obj = read_reply_object(response.text, ("query",)).value
         query = obj.get("query") if obj else None
         if not isinstance(query, str) or not query.strip():
             return Rewrite(
