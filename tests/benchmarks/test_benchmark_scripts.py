@@ -85,3 +85,12 @@ def test_ingest_benchmark_runs_small(shape: list[str]) -> None:
     assert cases == 2000
     # one long conversation is stored once, not once more per case (that was 100x the file at 4,000 messages)
     assert store_mb < 20 * max(file_mb, 0.1)
+
+
+def test_replay_scale_benchmark_runs_small() -> None:
+    cpu = run_benchmark("replay_scale.py", "cpu", "--cases", "40", "--concurrency", "4")
+    assert int(cpu[1]) == 40 and int(cpu[3]) == 60 and float(cpu[5]) > 0  # cases, model calls, CPU per case
+    memory = run_benchmark("replay_scale.py", "memory", "--cases", "60")
+    assert int(memory[1]) == 60 and float(memory[2]) > 0
+    startup = run_benchmark("replay_scale.py", "startup", "--repeat", "1")
+    assert "ragreplay --help" in startup[1] and float(startup[2]) > 0

@@ -1,0 +1,214 @@
+"""How replay scales on the client: CPU per case, efficiency against a slow endpoint, peak memory, start-up.
+
+    python benchmarks/replay_scale.py cpu --cases 2000 --concurrency 64          # mock at 0 ms: CPU per case
+    python benchmarks/replay_scale.py efficiency --cases 2000 --concurrency 16 32 64 --latency-ms 100
+    python benchmarks/replay_scale.py memory --cases 2000 20000                  # peak RSS of a whole run
+    python benchmarks/replay_scale.py startup                                    # `ragreplay --help`
+
+CPU is the client process's CPU time (``time.process_time``: every thread, the writer's too), which other load
+on the machine barely changes; wall-clock figures (efficiency) do change with it. The memory figure is the peak
+RSS (``VmHWM``) of a fresh process that runs what ``ragreplay run`` runs (select the cases, replay them
+with the fake judge and rewriter, summarise the run for the terminal) on a store filled beforehand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ragreplay.core.runs import SourceRecord
+from ragreplay.providers.config import ProviderConfig
+from ragreplay.providers.pricing import Price
+from ragreplay.replay.replay_run import case_selection, replay, summarize_run
+from ragreplay.settings import Settings
+from ragreplay.store import Store
+from ragreplay.targets.fake import FakeTarget
+from replay_throughput import mock_requests, start_mock, synthetic_items
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fill(db: str, n_cases: int) -> None:
+    """A store holding ``n_cases`` synthetic labelled cases (written in slices, so filling stays small)."""
+    store = Store.open(db)
+    try:
+        items = synthetic_items(n_cases)
+        for start in range(0, len(items), 5000):
+            source = SourceRecord(
+                id=f"src_bench_{start}", path="synthetic", format="canonical", ingested_at=datetime.now(UTC)
+            )
+            store.cases.write_source(source, items[start : start + 5000])
+    finally:
+        store.close()
+
+
+async def replay_cold(store: Store, base_url: str, concurrency: int, model: str) -> tuple[float, int]:
+    """A fresh run through the service the CLI uses, with a model name of its own (so a cold cache)."""
+    settings = Settings(
+        db=store.url,
+        judge=f"mock:{model}",
+        concurrency=concurrency * 2,
+        providers={"mock": ProviderConfig(base_url=base_url, max_concurrency=concurrency, max_retries=0)},
+        prices={f"mock:{model}": Price(0.4, 1.6)},
+    )
+    cases = case_selection(store)
+    target = FakeTarget(echo_old_answer=True, name="echo")
+    start = time.perf_counter()
+    await replay(store, settings, target, cases, {}, env={}, fresh=True)
+    return time.perf_counter() - start, len(cases)
+
+
+def endpoint_runs(
+    n_cases: int, concurrencies: list[int], latency_ms: float
+) -> list[tuple[int, int, int, float, float]]:
+    """(cases, concurrency, model calls, wall s, client CPU s) of one cold run per concurrency."""
+    base_url, mock = start_mock(latency_ms)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "bench.db")
+        fill(db, n_cases)
+        store = Store.open(db)
+        try:
+            for concurrency in concurrencies:
+                before = mock_requests(base_url)
+                cpu0 = time.process_time()
+                seconds, n = asyncio.run(replay_cold(store, base_url, concurrency, f"bench-c{concurrency}"))
+                used = time.process_time() - cpu0
+                rows.append((n, concurrency, mock_requests(base_url) - before, seconds, used))
+        finally:
+            store.close()
+            mock.terminate()
+            mock.wait(10)
+    return rows
+
+
+def cpu(n_cases: int, concurrencies: list[int]) -> None:
+    """Client CPU per case of a cold run against the mock at 0 ms (the endpoint costs no time)."""
+    print("| cases | concurrency | model calls | client CPU (s) | CPU per case (ms) | wall (s) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, concurrency, calls, seconds, used in endpoint_runs(n_cases, concurrencies, 0):
+        print(f"| {n} | {concurrency} | {calls} | {used:.2f} | {used / n * 1000:.3f} | {seconds:.2f} |")
+
+
+def efficiency(n_cases: int, concurrencies: list[int], latency_ms: float) -> None:
+    """Achieved / ideal wall time at each provider concurrency against a fixed-latency endpoint."""
+    print(
+        "| cases | concurrency | latency | model calls | wall (s) | ideal (s) | achieved/ideal | "
+        "CPU per case (ms) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, concurrency, calls, seconds, used in endpoint_runs(n_cases, concurrencies, latency_ms):
+        ideal = calls * latency_ms / 1000 / concurrency
+        print(
+            f"| {n} | {concurrency} | {latency_ms:.0f} ms | {calls} | {seconds:.2f} | {ideal:.2f} | "
+            f"{ideal / seconds:.3f} | {used / n * 1000:.3f} |"
+        )
+
+
+def memory_child(db: str) -> None:
+    """What `ragreplay run` does, on a filled store; prints the process's peak RSS in MB."""
+    from ragreplay.report.terminal import build_renderable
+
+    store = Store.open(db)
+    try:
+        settings = Settings(db=db, judge="fake:default", concurrency=16)
+        cases = case_selection(store)
+        target = FakeTarget(echo_old_answer=True, name="echo")
+        run = asyncio.run(replay(store, settings, target, cases, {}, env={}, fresh=True))
+        build_renderable(summarize_run(store, run.id, keep=5), examples=5)
+    finally:
+        store.close()
+    print(peak_rss_mb())
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS in MB: Linux's ``VmHWM``, which (unlike ``ru_maxrss``) does not carry over the
+    parent's peak from before ``exec``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory(sizes: list[int]) -> None:
+    """Peak RSS of a whole run at each size, each in a fresh process."""
+    print("| cases | peak RSS (MB) | wall (s) |")
+    print("|---:|---:|---:|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = str(Path(tmp) / "bench.db")
+            fill(db, n)
+            start = time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, __file__, "memory-child", db], capture_output=True, text=True, check=True
+            ).stdout
+            print(f"| {n} | {float(out.strip().splitlines()[-1]):.0f} | {time.perf_counter() - start:.1f} |")
+
+
+def startup(repeat: int) -> None:
+    """Wall time of `ragreplay --help` (best of ``repeat``) and the heavy modules it imports."""
+    exe = Path(sys.executable).with_name("ragreplay")
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run([str(exe), "--help"], capture_output=True, check=True)
+        best = min(best, time.perf_counter() - start)
+    probe = (
+        "import sys\nfrom ragreplay.cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(','.join(m for m in HEAVY if m in sys.modules) or '-')"
+    )
+    heavy = "HEAVY = ('sqlalchemy', 'httpx', 'aiohttp', 'uvicorn', 'numpy', 'starlette', 'jinja2')\n"
+    loaded = (
+        subprocess.run([sys.executable, "-c", heavy + probe], capture_output=True, text=True, check=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    print(f"| command | wall, best of {repeat} (s) | heavy modules imported |")
+    print("|---|---:|---|")
+    print(f"| `ragreplay --help` | {best:.2f} | {loaded} |")
+
+
+def main() -> None:
+    """Run one of the measurements and print a Markdown table."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="what", required=True)
+    p_cpu = sub.add_parser("cpu")
+    p_cpu.add_argument("--cases", type=int, default=2000)
+    p_cpu.add_argument("--concurrency", type=int, nargs="+", default=[64])
+    p_eff = sub.add_parser("efficiency")
+    p_eff.add_argument("--cases", type=int, default=2000)
+    p_eff.add_argument("--concurrency", type=int, nargs="+", default=[16, 32, 64])
+    p_eff.add_argument("--latency-ms", type=float, default=100.0)
+    p_mem = sub.add_parser("memory")
+    p_mem.add_argument("--cases", type=int, nargs="+", default=[2000, 20000])
+    p_child = sub.add_parser("memory-child")
+    p_child.add_argument("db")
+    p_start = sub.add_parser("startup")
+    p_start.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    if args.what == "cpu":
+        cpu(args.cases, args.concurrency)
+    elif args.what == "efficiency":
+        efficiency(args.cases, args.concurrency, args.latency_ms)
+    elif args.what == "memory":
+        memory(args.cases)
+    elif args.what == "memory-child":
+        memory_child(args.db)
+    else:
+        startup(args.repeat)
+
+
+if __name__ == "__main__":
+    main()
