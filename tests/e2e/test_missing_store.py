@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.files import jsonl, write
 
+from files import jsonl, write
 from ragreplay.cli.app import main
 
 READERS = [
