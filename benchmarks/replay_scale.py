@@ -68,24 +68,28 @@ async def replay_cold(store: Store, base_url: str, concurrency: int, model: str)
 def endpoint_runs(
     n_cases: int, concurrencies: list[int], latency_ms: float
 ) -> list[tuple[int, int, int, float, float]]:
-    """(cases, concurrency, model calls, wall s, client CPU s) of one cold run per concurrency."""
+    """(cases, concurrency, model calls, wall s, client CPU s) of one cold run per concurrency, each on a
+    store of its own (no pinned rewrite, no cached call)."""
     base_url, mock = start_mock(latency_ms)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "bench.db")
-        fill(db, n_cases)
-        store = Store.open(db)
-        try:
-            for concurrency in concurrencies:
-                before = mock_requests(base_url)
-                cpu0 = time.process_time()
-                seconds, n = asyncio.run(replay_cold(store, base_url, concurrency, f"bench-c{concurrency}"))
-                used = time.process_time() - cpu0
-                rows.append((n, concurrency, mock_requests(base_url) - before, seconds, used))
-        finally:
-            store.close()
-            mock.terminate()
-            mock.wait(10)
+    try:
+        for concurrency in concurrencies:
+            with tempfile.TemporaryDirectory() as tmp:
+                db = str(Path(tmp) / "bench.db")
+                fill(db, n_cases)
+                store = Store.open(db)
+                try:
+                    before = mock_requests(base_url)
+                    cpu0 = time.process_time()
+                    model = f"bench-c{concurrency}"
+                    seconds, n = asyncio.run(replay_cold(store, base_url, concurrency, model))
+                    used = time.process_time() - cpu0
+                    rows.append((n, concurrency, mock_requests(base_url) - before, seconds, used))
+                finally:
+                    store.close()
+    finally:
+        mock.terminate()
+        mock.wait(10)
     return rows
 
 
