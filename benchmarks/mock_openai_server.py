@@ -5,6 +5,13 @@ the prompt mentions "verdict", a standalone rewrite when it mentions "standalone
 ``GET /stats`` counts requests; ``POST /reset`` zeroes the counters. The first ``--fail-first`` requests can
 be answered with 429 (with ``Retry-After``) or 500, and ``--api-key`` makes every other key a 401.
 
+``--rate-limit R`` limits requests as a token bucket (``R`` a second, ``--burst`` tokens, default ``R``: one
+second's worth), the way OpenAI enforces a per-minute limit in shorter periods: a request over it is a 429 with
+``retry-after-ms`` (when the next token comes) and ``Retry-After`` (whole seconds, rounded up). Every answer
+carries ``x-ratelimit-limit-requests``, ``x-ratelimit-remaining-requests`` and ``x-ratelimit-reset-requests``
+(time until the bucket is full again, as ``350ms``) unless ``--no-ratelimit-headers``. ``--error-rate P``
+answers that share of the admitted requests with a 500, at random (``--seed``).
+
 Run it:  python benchmarks/mock_openai_server.py --port 8000 --latency-ms 100
 From Python:  base_url, stop = run_in_thread(port=0, latency_ms=20); ...; stop()
 """
@@ -14,6 +21,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import random
 import re
 import time
 from collections.abc import Callable
@@ -39,15 +48,22 @@ class MockOptions:
     fail_status: int = 429
     retry_after: str | None = "1"
     api_key: str | None = None
+    rate_limit: float | None = None
+    burst: float | None = None
+    ratelimit_headers: bool = True
+    error_rate: float = 0.0
+    seed: int = 0
 
 
 @dataclass
 class MockStats:
-    """What the mock has seen."""
+    """What the mock has seen (``rejected``: 429s of the rate limit; ``server_errors``: injected 500s)."""
 
     requests: int = 0
     completions: int = 0
     failures: int = 0
+    rejected: int = 0
+    server_errors: int = 0
     json_mode: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -81,6 +97,37 @@ def reply_for(messages: list[dict[str, Any]]) -> str:
     return "Mock answer about " + (" ".join(words[:8]) if words else "nothing") + "."
 
 
+class ServerBucket:
+    """The endpoint's request limit: ``rate`` tokens a second, at most ``capacity``, starting full."""
+
+    def __init__(self, rate: float, capacity: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.capacity, self._clock = rate, capacity, clock
+        self.tokens, self._at = capacity, clock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self.tokens = min(self.capacity, self.tokens + (now - self._at) * self.rate)
+        self._at = now
+
+    def admit(self) -> float | None:
+        """Take a token: ``None`` when admitted, else the seconds until the next token."""
+        self._refill()
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return None
+        return (1.0 - self.tokens) / self.rate
+
+    def headers(self) -> dict[str, str]:
+        """The ``x-ratelimit-*-requests`` headers as OpenAI sends them."""
+        self._refill()
+        reset_ms = math.ceil((self.capacity - self.tokens) / self.rate * 1000.0)
+        return {
+            "x-ratelimit-limit-requests": f"{self.capacity:g}",
+            "x-ratelimit-remaining-requests": str(int(self.tokens)),
+            "x-ratelimit-reset-requests": f"{reset_ms}ms",
+        }
+
+
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     body = {"error": {"message": message, "type": "mock_error", "code": status}}
     return JSONResponse(body, status_code=status, headers=headers)
@@ -92,6 +139,13 @@ def _authorised(request: Request, key: str) -> bool:
 
 def create_app(options: MockOptions, stats: MockStats) -> Starlette:
     """The ASGI app; ``options`` and ``stats`` are shared with the caller."""
+    bucket = None
+    if options.rate_limit is not None:
+        bucket = ServerBucket(options.rate_limit, options.burst or options.rate_limit)
+    rng = random.Random(options.seed)
+
+    def limit_headers() -> dict[str, str]:
+        return bucket.headers() if bucket is not None and options.ratelimit_headers else {}
 
     async def completions(request: Request) -> Response:
         stats.requests += 1
@@ -121,6 +175,19 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
             if options.fail_status == 429 and options.retry_after is not None:
                 headers["Retry-After"] = options.retry_after
             return _error(options.fail_status, f"mock failure {number} of {options.fail_first}", headers)
+        wait = bucket.admit() if bucket is not None else None
+        if wait is not None:
+            stats.rejected += 1
+            headers = {
+                **limit_headers(),
+                "retry-after-ms": str(math.ceil(wait * 1000.0)),
+                "Retry-After": str(max(1, math.ceil(wait))),
+            }
+            return _error(429, "Rate limit reached for requests", headers)
+        admitted = limit_headers()  # as the limit stood when this request was admitted
+        if options.error_rate and rng.random() < options.error_rate:
+            stats.server_errors += 1
+            return _error(500, "The server had an error while processing your request", admitted)
         if body.get("response_format", {}).get("type") == "json_object":
             stats.json_mode += 1
         if options.latency_ms > 0:
@@ -130,7 +197,8 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
         completion_tokens = len(content.split())
         stats.completions += 1
         return JSONResponse(
-            {
+            headers=admitted,
+            content={
                 "id": f"chatcmpl-mock-{number}",
                 "object": "chat.completion",
                 "created": int(time.time()),
@@ -147,7 +215,7 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
                     "completion_tokens": completion_tokens,
                     "total_tokens": prompt_tokens + completion_tokens,
                 },
-            }
+            },
         )
 
     async def get_stats(request: Request) -> Response:
@@ -187,7 +255,8 @@ def run_in_thread(
 ) -> tuple[str, Callable[[], None]]:
     """Start the mock in a background thread; returns ``(base_url, stop)`` with base_url ending in ``/v1``.
 
-    ``options`` are :class:`MockOptions` fields (latency_ms, fail_first, fail_status, retry_after, api_key).
+    ``options`` are :class:`MockOptions` fields (latency_ms, fail_first, fail_status, retry_after, api_key,
+    rate_limit, burst, ratelimit_headers, error_rate, seed).
     """
     app = create_app(MockOptions(**options), MockStats())
     stack = ExitStack()
@@ -207,8 +276,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-status", type=int, default=429, choices=[429, 500, 502, 503])
     parser.add_argument("--retry-after", default="1", help="Retry-After header value sent with 429")
     parser.add_argument("--api-key", default=None, help="require this key (Bearer or api-key header)")
+    parser.add_argument("--rate-limit", type=float, default=None, help="requests a second (token bucket)")
+    parser.add_argument("--burst", type=float, default=None, help="bucket size (default: --rate-limit)")
+    parser.add_argument("--no-ratelimit-headers", action="store_true", help="send no x-ratelimit-* headers")
+    parser.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered 500")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    options = MockOptions(args.latency_ms, args.fail_first, args.fail_status, args.retry_after, args.api_key)
+    options = MockOptions(
+        args.latency_ms,
+        args.fail_first,
+        args.fail_status,
+        args.retry_after,
+        args.api_key,
+        rate_limit=args.rate_limit,
+        burst=args.burst,
+        ratelimit_headers=not args.no_ratelimit_headers,
+        error_rate=args.error_rate,
+        seed=args.seed,
+    )
     app = create_app(options, MockStats())
     print(
         f"mock OpenAI server on http://{args.host}:{args.port}/v1 (latency {args.latency_ms:g} ms)",

@@ -73,6 +73,10 @@ async def limited(request: Request) -> Response:
     return JSONResponse({"answer": "rate limit passed"})
 
 
+async def always_429(request: Request) -> Response:
+    return PlainTextResponse("slow down", status_code=429, headers={"Retry-After": "0"})
+
+
 async def always_500(request: Request) -> Response:
     return PlainTextResponse("database is down " + "x" * 1000, status_code=503)
 
@@ -112,6 +116,7 @@ APP = Starlette(
         Route("/flaky", flaky, methods=["POST"]),
         Route("/limited", limited, methods=["POST"]),
         Route("/down", always_500, methods=["POST"]),
+        Route("/saturated", always_429, methods=["POST"]),
         Route("/bad", bad_request, methods=["POST"]),
         Route("/slow", slow, methods=["POST"]),
         Route("/plain", plain, methods=["POST"]),
@@ -228,6 +233,24 @@ async def test_429_honours_retry_after(base_url: str) -> None:
     await target.aclose()
     assert answer.text == "rate limit passed"
     assert time.perf_counter() - start < 2  # Retry-After: 0 wins over a 5 s backoff
+
+
+async def test_a_429_is_waited_out_not_counted_as_a_retry(base_url: str) -> None:
+    target = http_target(url=f"{base_url}/limited", retries=0)
+    answer = await target.answer("limit me once", make_case())
+    await target.aclose()
+    assert answer.error is None and answer.text == "rate limit passed"
+    assert answer.extra["attempts"] == 2
+
+
+async def test_429s_beyond_the_retry_budget_give_up(base_url: str) -> None:
+    target = http_target(url=f"{base_url}/saturated", retries=0, retry_budget_s=0.3)
+    start = time.perf_counter()
+    answer = await target.answer("q", make_case())
+    await target.aclose()
+    assert answer.error is not None and answer.error.startswith("HTTP 429: slow down")
+    assert answer.extra["attempts"] > 1  # waited out, not given up at the first 429
+    assert 0.3 <= time.perf_counter() - start < 10
 
 
 async def test_persistent_5xx_gives_error_with_status_and_excerpt(base_url: str) -> None:

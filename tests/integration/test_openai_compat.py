@@ -129,10 +129,23 @@ async def test_429_with_retry_after_then_success_through_limits(start_server: St
     finally:
         await raw.aclose()
     assert response.text.startswith("Mock answer")
-    assert limited.retries == 2
-    assert len(sleeps.seconds) == 2
-    assert all(s >= 3.0 for s in sleeps.seconds)
+    assert limited.retries == 0 and limited.throttled == 2  # 429s are waited out, not counted as retries
+    assert sleeps.seconds == [3.0, 3.0]  # each Retry-After once: the pause everyone shares
     assert stats(base_url)["requests"] == 3
+
+
+async def test_the_mocks_rate_limit_headers_set_the_pace(start_server: StartServer) -> None:
+    base_url = start_server(rate_limit=50, burst=5)
+    raw = OpenAICompatModel("mock:m", base_url, "m")
+    limited = LimitedModel(raw, max_concurrency=4)
+    try:
+        first = await limited.complete(request())
+        await asyncio.gather(*(limited.complete(request()) for _ in range(20)))
+    finally:
+        await raw.aclose()
+    assert first.rate_limit is not None and first.rate_limit.limit == 5
+    assert limited.gate.limiter.learner.header_rate == pytest.approx(50, rel=0.2)
+    assert stats(base_url)["completions"] == 21  # however many 429s on the way, every call answered
 
 
 async def test_500s_are_transient_and_retried(start_server: StartServer) -> None:

@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
+from ragreplay.core.rate_limits import RateLimitInfo
 from ragreplay.core.retry import retry_after_seconds
 from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import Price
@@ -170,6 +171,36 @@ async def test_retry_after_ms_and_http_date_are_read_from_the_response(serve: An
         await dated.model().complete(REQUEST)
     assert info.value.retry_after is not None and 50 < info.value.retry_after <= 60
     assert "HTTP 503" in str(info.value) and "overloaded" in str(info.value)
+
+
+OPENAI_LIMIT_HEADERS = {
+    "x-ratelimit-limit-requests": "10000",
+    "x-ratelimit-remaining-requests": "9990",
+    "x-ratelimit-reset-requests": "60ms",
+    "x-ratelimit-limit-tokens": "1000000",
+}
+
+
+async def test_rate_limit_headers_come_with_answers_and_429s(serve: Any) -> None:
+    ok = await serve(json_reply(completion(), headers=OPENAI_LIMIT_HEADERS))
+    response = await ok.model().complete(REQUEST)
+    assert response.rate_limit == RateLimitInfo(limit=10000, remaining=9990, reset_s=0.06)
+    assert "rate_limit" not in response.model_dump()  # never cached
+    limited = await serve(json_reply({"error": {"message": "slow down"}}, 429, headers=OPENAI_LIMIT_HEADERS))
+    with pytest.raises(ProviderError) as info:
+        await limited.model().complete(REQUEST)
+    assert info.value.transient and info.value.rate_limit == response.rate_limit
+    plain = await serve(json_reply(completion()))
+    assert (await plain.model().complete(REQUEST)).rate_limit is None
+
+
+async def test_a_429_for_an_exhausted_quota_is_permanent(serve: Any) -> None:
+    quota = {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}
+    served = await serve(json_reply(quota, 429))
+    with pytest.raises(ProviderError) as info:
+        await served.model().complete(REQUEST)
+    assert info.value.transient is False and info.value.status == 429
+    assert "quota" in str(info.value) and "Fix:" in str(info.value)
 
 
 @pytest.mark.parametrize(

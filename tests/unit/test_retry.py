@@ -81,3 +81,14 @@ def test_junk_and_negative_retry_after_are_ignored(junk: str) -> None:
 def test_no_retry_after_header() -> None:
     assert retry_after_seconds({}, NOW) is None
     assert retry_after_seconds({"content-type": "application/json"}, NOW) is None
+
+
+def test_failures_are_counted_and_429s_are_bounded_by_the_budget() -> None:
+    policy = RetryPolicy(max_retries=2, budget_s=60.0)
+    assert not policy.gives_up(failures=2, throttled_s=0.0)
+    assert policy.gives_up(failures=3, throttled_s=0.0)
+    assert not policy.gives_up(failures=0, throttled_s=59.9)  # rate limited a minute: still waiting
+    assert policy.gives_up(failures=0, throttled_s=60.0)
+    assert not RetryPolicy(budget_s=None).gives_up(failures=0, throttled_s=1e9)
+    with pytest.raises(ValueError):
+        RetryPolicy(budget_s=0)

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragreplay.core.rate_limits import RateLimitInfo
 from ragreplay.core.types import TokenUsage
 
 
@@ -63,7 +64,11 @@ class ChatRequest(BaseModel):
 
 
 class ChatResponse(BaseModel):
-    """A chat completion response with its accounting."""
+    """A chat completion response with its accounting.
+
+    ``rate_limit`` is what the endpoint said of its request limit with this answer; it is never stored (a
+    cached answer has none).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -73,10 +78,12 @@ class ChatResponse(BaseModel):
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     cached: bool = False
+    rate_limit: RateLimitInfo | None = Field(default=None, exclude=True)
 
 
 class ProviderError(Exception):
-    """A model call failed. ``transient`` errors (429, 5xx, timeouts, connection drops) may be retried."""
+    """A model call failed. ``transient`` errors (429, 5xx, timeouts, connection drops) may be retried;
+    ``retry_after`` and ``rate_limit`` are what the endpoint said of when to try again and of its limit."""
 
     def __init__(
         self,
@@ -85,8 +92,10 @@ class ProviderError(Exception):
         transient: bool,
         status: int | None = None,
         retry_after: float | None = None,
+        rate_limit: RateLimitInfo | None = None,
     ) -> None:
         super().__init__(message)
         self.transient = transient
         self.status = status
         self.retry_after = retry_after
+        self.rate_limit = rate_limit

@@ -1,9 +1,11 @@
 """The one retry policy: how long to wait before retrying a transient failure (a 429, a 5xx, a dropped
-connection), shared by model calls, HTTP targets and the shadow's challenger calls.
+connection), and when to give up; shared by model calls, HTTP targets and the shadow's challenger calls.
 
 The wait is the server's when it said one (``retry-after-ms`` or ``Retry-After``), capped; otherwise full
-jitter: uniform in ``[0, min(cap, base * 2**attempt)]``, which spreads concurrent retries apart. Pure: the
-caller passes the random generator and the current time, and does the sleeping.
+jitter: uniform in ``[0, min(cap, base * 2**attempt)]``, which spreads concurrent retries apart. A 429 is
+back-pressure, not a failure: it does not count toward ``max_retries``; a caller stops waiting on 429s only
+once the endpoint has rejected everything for ``budget_s``. Pure: the caller passes the random generator and
+the current time, and does the sleeping.
 """
 
 from __future__ import annotations
@@ -18,15 +20,25 @@ from email.utils import parsedate_to_datetime
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Up to ``max_retries`` retries after the first attempt, waiting :meth:`delay` before each."""
+    """Up to ``max_retries`` retries of failures after the first attempt, waiting :meth:`delay` before each;
+    429s waited out for as long as the endpoint answers anything within ``budget_s`` (``None``: forever)."""
 
     max_retries: int = 5
     base_s: float = 0.5
     cap_s: float = 30.0
+    budget_s: float | None = 300.0
 
     def __post_init__(self) -> None:
         if self.max_retries < 0 or self.base_s < 0 or self.cap_s < 0:
             raise ValueError(f"retry policy values must be >= 0, got {self}")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise ValueError(f"budget_s must be > 0 or None, got {self}")
+
+    def gives_up(self, failures: int, throttled_s: float) -> bool:
+        """Whether to stop after ``failures`` failed attempts (429s not counted) and with the endpoint
+        rejecting every request (429) for the last ``throttled_s`` seconds (0 when it is not)."""
+        over_budget = self.budget_s is not None and throttled_s >= self.budget_s
+        return failures > self.max_retries or over_budget
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0): the server's

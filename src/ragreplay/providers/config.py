@@ -31,7 +31,17 @@ class ProviderConfig(BaseModel):
     max_concurrency: int = Field(default=8, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=5, ge=0)
+    max_retries: int = Field(
+        default=5,
+        ge=0,
+        description="Retries of a failed call (5xx, timeouts); 429s are waited out, not counted.",
+    )
+    retry_budget_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Give up on 429s once the endpoint has answered nothing else for this long; "
+        "the cases that gave up are retried by a re-run.",
+    )
 
 
 class ModelSettings(BaseModel):

@@ -1,8 +1,11 @@
 """Per-provider concurrency and rate limits, and retries of transient errors.
 
-Retries follow the shared :class:`~ragreplay.core.retry.RetryPolicy` (the server's Retry-After, capped, else
-full-jitter backoff). A 429 also pauses every call through the same limits for the whole Retry-After, since a
-rate limit applies to the whole key, not to one request.
+The pace is learned while the run goes (:mod:`ragreplay.providers.rate_learning`): from the configured
+``requests_per_minute``, the endpoint's ``x-ratelimit-*`` headers and its 429s. A 429 is back-pressure, not a
+failure: the request waits for the shared pause and the slower pace and goes again, without counting toward
+``max_retries``; calls give up on 429s only once the endpoint has rejected everything for the policy's
+``budget_s``. Failures (5xx, timeouts, dropped connections) are retried by the shared
+:class:`~ragreplay.core.retry.RetryPolicy` (the server's Retry-After, capped, else full-jitter backoff).
 """
 
 from __future__ import annotations
@@ -13,46 +16,49 @@ import time
 from collections.abc import Awaitable, Callable
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.rate_limits import RateLimitInfo
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.ports import ChatModel
+from ragreplay.providers.rate_learning import RateLearner, Ticket
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
 
 
 class RateLimiter:
-    """Spaces calls at least ``60 / requests_per_minute`` seconds apart and honours provider-wide pauses.
+    """Lets requests through at the pace its :class:`RateLearner` allows, shared by one provider's calls.
 
-    Each caller reserves the next free slot synchronously, then sleeps until it; so the limiter needs no lock
-    and concurrent callers get distinct slots.
+    Waiters hold no reservation: each sleeps until the bucket would allow a request, then checks again, so a
+    pause or a slower pace learned meanwhile applies at once and no slot is spent by a waiter that did not go.
     """
 
     def __init__(self, requests_per_minute: float | None, *, clock: Clock, sleep: Sleep) -> None:
         if requests_per_minute is not None and requests_per_minute <= 0:
             raise ValueError("requests_per_minute must be positive")
-        self.interval = 60.0 / requests_per_minute if requests_per_minute else 0.0
         self._clock = clock
         self._sleep = sleep
-        self._next_slot = float("-inf")
-        self._paused_until = float("-inf")
+        self.learner = RateLearner(requests_per_minute / 60.0 if requests_per_minute else None)
 
-    def pause(self, seconds: float) -> None:
-        """Let no call start for ``seconds`` from now (after a 429 with Retry-After)."""
-        self._paused_until = max(self._paused_until, self._clock() + seconds)
+    async def acquire(self) -> Ticket:
+        """Wait until a request may be sent; the ticket reports its outcome back."""
+        while (wait := self.learner.wait(self._clock())) > 0:
+            await self._sleep(wait)
+        return self.learner.take(self._clock())
 
-    async def acquire(self) -> None:
-        """Wait for this caller's slot."""
-        while True:
-            now = self._clock()
-            slot = max(now, self._next_slot, self._paused_until)
-            if self.interval:
-                self._next_slot = slot + self.interval
-            if slot <= now:
-                return
-            await self._sleep(slot - now)
-            # A pause set while we slept moves the start again; the slot we reserved stays used.
-            if self._paused_until <= self._clock():
-                return
+    def succeeded(self, ticket: Ticket, info: RateLimitInfo | None) -> None:
+        """The request was answered."""
+        self.learner.succeeded(ticket, info, self._clock())
+
+    def failed(self, ticket: Ticket, error: ProviderError, pause_s: float | None) -> None:
+        """The request failed: a 429 pauses everyone for ``pause_s`` and slows the pace."""
+        if error.status == 429:
+            self.learner.throttled(ticket, pause_s, error.rate_limit, self._clock())
+        else:
+            self.learner.observed(ticket, error.rate_limit, self._clock())
+
+    def throttled_for(self) -> float:
+        """Seconds the endpoint has answered nothing but 429s."""
+        return self.learner.throttled_for(self._clock())
 
 
 class ProviderGate:
@@ -69,7 +75,9 @@ class ProviderGate:
 
 
 class LimitedModel:
-    """Wraps a :class:`~ragreplay.ports.ChatModel` with a concurrency cap, an RPM limit and retries.
+    """Wraps a :class:`~ragreplay.ports.ChatModel` with a concurrency cap, a learned pace and retries.
+
+    ``retries`` counts retried failures, ``throttled`` the 429s waited out.
 
     :meth:`sharing` makes another wrapper (for another model of the same provider) that shares these limits.
     ``sleep``, ``clock`` and ``rng`` are injectable so tests run instantly and deterministically.
@@ -95,6 +103,7 @@ class LimitedModel:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.retries = 0
+        self.throttled = 0
 
     def sharing(self, inner: ChatModel) -> LimitedModel:
         """A wrapper around ``inner`` that shares this one's limits, retry policy and sleep."""
@@ -106,39 +115,58 @@ class LimitedModel:
         return self.inner.name
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Call the wrapped model within the limits, retrying transient errors."""
-        attempt = 0
+        """Call the wrapped model within the limits, waiting out 429s and retrying failures."""
+        failures = 0
         while True:
             try:
                 return await self._attempt(request)
             except ProviderError as exc:
                 if not exc.transient:
                     raise
-                if exc.status == 429 and exc.retry_after is not None:
-                    self.gate.limiter.pause(exc.retry_after)
-                if attempt >= self.retry.max_retries:
-                    raise ProviderError(
-                        f"{exc} (gave up after {attempt} retries)",
-                        transient=True,
-                        status=exc.status,
-                        retry_after=exc.retry_after,
-                    ) from exc
-                delay = self.retry.delay(attempt, exc.retry_after, self._rng)
-                attempt += 1
+                throttled = exc.status == 429
+                failures += 0 if throttled else 1
+                throttled_s = self.gate.limiter.throttled_for()
+                if self.retry.gives_up(failures, throttled_s):
+                    raise self._given_up(exc, failures - 1, throttled_s) from exc
+                if throttled:
+                    self.throttled += 1
+                    continue  # the limiter holds the shared pause and the slower pace
                 self.retries += 1
                 # Sleep outside the semaphore so other calls can use the slot meanwhile.
-                await self._sleep(delay)
+                await self._sleep(self.retry.delay(failures - 1, exc.retry_after, self._rng))
+
+    def _given_up(self, exc: ProviderError, retries: int, throttled_s: float) -> ProviderError:
+        if retries >= self.retry.max_retries:
+            why = f"gave up after {retries} retries"
+        else:
+            why = (
+                f"gave up: every request rejected (429) for {throttled_s:.0f} s, the retry budget; "
+                "a re-run of the same command retries this"
+            )
+        return ProviderError(
+            f"{exc} ({why})",
+            transient=True,
+            status=exc.status,
+            retry_after=exc.retry_after,
+            rate_limit=exc.rate_limit,
+        )
 
     async def _attempt(self, request: ChatRequest) -> ChatResponse:
         gate = self.gate
         async with gate.semaphore:
-            await gate.limiter.acquire()
+            ticket = await gate.limiter.acquire()
             gate.in_flight += 1
             gate.peak_in_flight = max(gate.peak_in_flight, gate.in_flight)
             try:
-                return await self.inner.complete(request)
+                response = await self.inner.complete(request)
+            except ProviderError as exc:
+                pause = None if exc.retry_after is None else min(exc.retry_after, self.retry.cap_s)
+                gate.limiter.failed(ticket, exc, pause)
+                raise
             finally:
                 gate.in_flight -= 1
+            gate.limiter.succeeded(ticket, response.rate_limit)
+            return response
 
     async def aclose(self) -> None:
         """Close the wrapped model if it can be closed."""

@@ -2,7 +2,9 @@
 
 Works with OpenAI, Azure OpenAI's v1-compatible endpoint (``api_key_header="api-key"``), vLLM, Ollama, the
 llama.cpp server and LM Studio. Errors are classified so the retry layer knows what is worth retrying: 429,
-408, 409, 5xx, timeouts and dropped connections are transient; everything else is not and says what to fix.
+408, 409, 5xx, timeouts and dropped connections are transient; everything else is not and says what to fix (so
+is a 429 for an exhausted quota: waiting does not refill it). Every answer carries what the endpoint's
+``x-ratelimit-*`` headers said, for the limits layer to learn the pace.
 aiohttp rather than httpx because the replay loop is CPU-bound on the client: measured against the mock
 server, aiohttp costs about a third of httpx's CPU per call.
 """
@@ -21,6 +23,7 @@ from typing import Any
 import aiohttp
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
 from ragreplay.core.retry import retry_after_seconds
 from ragreplay.core.types import TokenUsage
 from ragreplay.providers.pricing import Price
@@ -138,6 +141,15 @@ def _wanted_format(request: ChatRequest) -> int:
 
 class _FormatRefusedError(Exception):
     """The endpoint answered that it does not take the ``response_format`` that was sent."""
+
+
+def _quota_exhausted(body: bytes) -> bool:
+    """Whether a 429 says the key's quota is spent (OpenAI's ``insufficient_quota``) rather than its rate."""
+    try:
+        err = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(err, dict) and "insufficient_quota" in (err.get("code"), err.get("type"))
 
 
 class OpenAICompatModel:
@@ -266,14 +278,22 @@ class OpenAICompatModel:
             raise _FormatRefusedError(_error_detail(body))
         if status >= 400:
             raise self._status_error(status, headers, body)
-        return self._parse(status, body, latency_ms)
+        return self._parse(status, body, latency_ms, read_rate_limit(headers))
 
     def _status_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
         detail = _error_detail(body)
         prefix = f"{self.name}: HTTP {status} from {self.url}: {detail}"
+        if status == 429 and _quota_exhausted(body):
+            fix = "add credit or raise the quota of the key in the provider's console"
+            return ProviderError(f"{prefix}. Fix: {fix}", transient=False, status=status)
         if status in _TRANSIENT_STATUSES or status >= 500:
-            retry_after = retry_after_seconds(headers, datetime.now(UTC))
-            return ProviderError(prefix, transient=True, status=status, retry_after=retry_after)
+            return ProviderError(
+                prefix,
+                transient=True,
+                status=status,
+                retry_after=retry_after_seconds(headers, datetime.now(UTC)),
+                rate_limit=read_rate_limit(headers),
+            )
         key_env = self._api_key_env or "the provider's api_key_env"
         fixes = {
             400: f"check the model name '{self.model}' and the request parameters (max_tokens, json mode)",
@@ -285,7 +305,9 @@ class OpenAICompatModel:
         fix = fixes.get(status, "check the provider settings")
         return ProviderError(f"{prefix}. Fix: {fix}", transient=False, status=status)
 
-    def _parse(self, status: int, body: bytes, latency_ms: float) -> ChatResponse:
+    def _parse(
+        self, status: int, body: bytes, latency_ms: float, rate_limit: RateLimitInfo | None
+    ) -> ChatResponse:
         try:
             data = json.loads(body)
             content = data["choices"][0]["message"]["content"]
@@ -314,6 +336,7 @@ class OpenAICompatModel:
             usage=usage,
             cost_usd=cost,
             latency_ms=latency_ms,
+            rate_limit=rate_limit,
         )
 
     async def aclose(self) -> None:

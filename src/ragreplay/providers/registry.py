@@ -132,7 +132,7 @@ class ModelFactory:
         first = self._limits.get(provider)
         if first is not None:
             return first.sharing(raw)
-        retry = RetryPolicy(max_retries=cfg.max_retries)
+        retry = RetryPolicy(max_retries=cfg.max_retries, budget_s=cfg.retry_budget_s)
         limited = LimitedModel(raw, cfg.max_concurrency, cfg.requests_per_minute, retry, sleep=self._sleep)
         self._limits[provider] = limited
         return limited

@@ -69,6 +69,11 @@ class HttpTargetConfig(_Strict):
     retries: int = Field(default=2, ge=0)
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=30.0, ge=0)
+    retry_budget_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Give up on 429s once the target has answered nothing else this long.",
+    )
 
     @field_validator("method", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -57,11 +57,12 @@ def render_template(template: Any, values: Mapping[str, str], structured: Mappin
 
 
 class _Transient(Exception):
-    """A failure worth retrying (429, 5xx, timeout, connection error)."""
+    """A failure worth retrying (429, 5xx, timeout, connection error); ``throttled`` for a 429."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, throttled: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.throttled = throttled
 
 
 class _Permanent(Exception):
@@ -71,8 +72,10 @@ class _Permanent(Exception):
 class HttpTarget(TargetBase):
     """Sends one request per question, retrying transient failures with backoff; ``answer`` never raises.
 
-    The config's ``retries``, ``backoff_s`` and ``max_backoff_s`` are the shared
-    :class:`~ragreplay.core.retry.RetryPolicy`'s ``max_retries``, ``base_s`` and ``cap_s``.
+    The config's ``retries``, ``backoff_s``, ``max_backoff_s`` and ``retry_budget_s`` are the shared
+    :class:`~ragreplay.core.retry.RetryPolicy`'s ``max_retries``, ``base_s``, ``cap_s`` and ``budget_s``. As for
+    model calls, a 429 is back-pressure: waited out (its Retry-After, else backoff) without counting toward
+    ``retries``, until the target has answered nothing but 429s for ``retry_budget_s``.
     """
 
     def __init__(
@@ -84,9 +87,17 @@ class HttpTarget(TargetBase):
         source: str = "<config>",
         client: httpx.AsyncClient | None = None,
         rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cfg = cfg
-        self._retry = RetryPolicy(max_retries=cfg.retries, base_s=cfg.backoff_s, cap_s=cfg.max_backoff_s)
+        self._clock = clock
+        self._throttled_since: float | None = None
+        self._retry = RetryPolicy(
+            max_retries=cfg.retries,
+            base_s=cfg.backoff_s,
+            cap_s=cfg.max_backoff_s,
+            budget_s=cfg.retry_budget_s,
+        )
         self._rng = rng or random.Random()
         self._name = name
         self._version = version or content_hash(cfg.model_dump(mode="json"))
@@ -114,18 +125,29 @@ class HttpTarget(TargetBase):
         """Ask the endpoint; failures (after retries) come back as ``Answer.error`` with the latency spent."""
         async with self._semaphore:
             start = time.perf_counter()
-            attempt = 0
+            attempt = failures = throttles = 0
             while True:
                 attempt += 1
                 try:
                     answer = await self._attempt(question, case)
                 except _Transient as exc:
-                    if attempt <= self._retry.max_retries:
-                        await asyncio.sleep(self._retry.delay(attempt - 1, exc.retry_after, self._rng))
-                        continue
-                    return self._failed(str(exc), start, attempt)
+                    if exc.throttled:
+                        throttles += 1
+                        if self._throttled_since is None:
+                            self._throttled_since = self._clock()
+                    else:
+                        failures += 1
+                    throttled_s = (
+                        0.0 if self._throttled_since is None else self._clock() - self._throttled_since
+                    )
+                    if self._retry.gives_up(failures, throttled_s):
+                        return self._failed(str(exc), start, attempt)
+                    tries = throttles if exc.throttled else failures
+                    await asyncio.sleep(self._retry.delay(tries - 1, exc.retry_after, self._rng))
+                    continue
                 except _Permanent as exc:
                     return self._failed(str(exc), start, attempt)
+                self._throttled_since = None
                 elapsed = (time.perf_counter() - start) * 1000
                 extra = {**answer.extra, "attempts": attempt}
                 return answer.model_copy(update={"latency_ms": elapsed, "extra": extra})
@@ -169,7 +191,9 @@ class HttpTarget(TargetBase):
         status = response.status_code
         if status == 429 or status >= 500:
             retry_after = retry_after_seconds(response.headers, datetime.now(UTC))
-            raise _Transient(f"HTTP {status}: {_excerpt(response.text)}", retry_after)
+            raise _Transient(
+                f"HTTP {status}: {_excerpt(response.text)}", retry_after, throttled=status == 429
+            )
         if status >= 400:
             raise _Permanent(f"HTTP {status}: {_excerpt(response.text)}")
         return self._parse(response)
