@@ -36,3 +36,25 @@ def test_the_replay_bar_is_redrawn_ten_times_a_second_not_per_case() -> None:
         on_progress(Progress(total=1000, done=done, errors=done // 100))
     assert 10 <= len(updates) <= 12  # about every 100 cases, not 1000 redraws
     assert updates[-1] == 1000 and bar.tasks[0].fields["errors"] == 10  # the last case is always shown
+
+
+def test_piped_progress_is_a_start_line_then_a_line_every_few_seconds() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ragreplay.cli.common import LineProgress
+
+    out = io.StringIO()
+    now = [0.0]
+    bar = LineProgress(every_s=5.0, console=Console(file=out, width=200), get_time=lambda: now[0])
+    task = bar.add_task("comparing", total=100, cost=0.0, errors=0)
+    with bar:
+        for i in range(1, 101):  # one item a second
+            now[0] = float(i)
+            bar.update(task, advance=1, cost=i / 1000, errors=i // 50)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "comparing: started, 0/100 done"
+    assert len(lines) == 1 + 20  # every 5 s, not per item; the last item always shown, and only once
+    assert lines[1] == "comparing: 5/100 (5%), 1.0/s, ETA 1m35s, $0.0050 so far, 5s elapsed"
+    assert lines[-1] == "comparing: 100/100 (100%), 1.0/s, $0.1000 so far, 2 errors, 1m40s elapsed"

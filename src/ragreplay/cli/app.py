@@ -28,7 +28,7 @@ from ragreplay.cli import (
     shadow_purge_cmd,
     triage_cmd,
 )
-from ragreplay.cli.common import err_console
+from ragreplay.cli.common import OUTPUT, err_console
 from ragreplay.errors import RagreplayError
 from ragreplay.store import StoreUnavailable
 
@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; user mistakes print a clear message and exit 2, never a traceback.
 
     Usage errors (unknown option, missing argument) are reported by typer itself, also with exit code 2. A store
-    that stops answering mid-command (:class:`StoreUnavailable`) exits 75 with the message: run it again.
+    that stops answering mid-command (:class:`StoreUnavailable`) exits 75 with the message: run it again. Any
+    other exception exits 1 with a one-line message, or its traceback under ``--verbose``.
     """
     try:
         app(args=argv, standalone_mode=True)
@@ -93,6 +94,19 @@ def main(argv: list[str] | None = None) -> int:
         if code is None:
             return 0
         return code if isinstance(code, int) else 1
+    except Exception as exc:  # a bug, or a failure nothing names yet: exit 1, as Python's own traceback would
+        if OUTPUT.verbose:
+            err_console.print_exception()
+        else:
+            err_console.print(
+                Text("error: ", style="red")
+                + Text(
+                    f"unexpected {type(exc).__name__}: {exc} (ragreplay --verbose ... shows the traceback)"
+                ),
+                highlight=False,
+                soft_wrap=True,
+            )
+        return 1
     return 0
 
 

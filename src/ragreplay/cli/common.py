@@ -1,10 +1,14 @@
-"""Helpers shared by the CLI commands: consoles, store opening, the model stack."""
+"""Helpers shared by the CLI commands: consoles, the output mode (--quiet / --verbose), progress, store
+opening, compact tables."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -30,6 +35,53 @@ from ragreplay.store.location import require_existing_store
 
 console = Console()
 err_console = Console(stderr=True)
+log = logging.getLogger("ragreplay.cli")
+
+
+@dataclass
+class OutputMode:
+    """What the root command's ``--quiet`` / ``--verbose`` set for every command: read by :func:`info` and
+    :func:`progress_display`, so no command handles the flags itself."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+OUTPUT = OutputMode()
+
+
+class _StderrHandler(logging.Handler):
+    """Log records as plain lines on the current ``sys.stderr`` (looked up at each record: tests swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:  # logging must never end a command
+            self.handleError(record)
+
+
+_debug_handler = _StderrHandler()
+_debug_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+
+def set_output_mode(quiet: bool, verbose: bool) -> None:
+    """Set :data:`OUTPUT` for this invocation; ``verbose`` also logs ``ragreplay``'s debug lines on stderr."""
+    if quiet and verbose:
+        raise ConfigError("--quiet and --verbose: choose one")
+    OUTPUT.quiet, OUTPUT.verbose = quiet, verbose
+    root = logging.getLogger("ragreplay")
+    root.removeHandler(_debug_handler)
+    root.setLevel(logging.DEBUG if verbose else logging.NOTSET)
+    if verbose:
+        root.addHandler(_debug_handler)
+
+
+def info(message: str, *, to: Console | None = None, highlight: bool = False) -> None:
+    """An informational line (what is started, resumed or shown again, where a file went), on stderr unless
+    ``to`` says otherwise; ``--quiet`` hides it. Errors and results are printed directly, never through this."""
+    if not OUTPUT.quiet:
+        (to or err_console).print(message, highlight=highlight)
 
 
 def settings_from(config: Path | None, **overrides: Any) -> Settings:
@@ -44,6 +96,7 @@ def open_store(url: str, create: bool = False) -> Iterator[Store]:
     if not create:
         require_existing_store(url)
     store = Store.open(url)
+    log.debug("opened the store at %s", store.url)
     try:
         yield store
     finally:
@@ -71,8 +124,8 @@ class RateColumn(ProgressColumn):
 
 
 def count_progress() -> Progress:
-    """A transient progress bar on stderr with count, rate, ETA and elapsed time."""
-    return Progress(
+    """A transient progress bar on stderr with count, rate, ETA and elapsed time (see :func:`progress_display`)."""
+    return progress_display(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -80,9 +133,142 @@ def count_progress() -> Progress:
         TextColumn("ETA"),
         TimeRemainingColumn(),
         TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
     )
+
+
+PIPE_PROGRESS_EVERY_S = 5.0
+"""Seconds between two progress lines when stderr is not a terminal (``RAGREPLAY_PROGRESS_EVERY_S``)."""
+
+
+def progress_display(*columns: str | ProgressColumn, transient: bool = True) -> Progress:
+    """Every command's progress on stderr: a live bar of ``columns`` on a terminal, plain lines
+    (:class:`LineProgress`) in a pipe or a CI log, nothing under ``--quiet``."""
+    if OUTPUT.quiet:
+        return Progress(*columns, console=err_console, disable=True)
+    if not err_console.is_terminal:
+        every_s = float(os.environ.get("RAGREPLAY_PROGRESS_EVERY_S", PIPE_PROGRESS_EVERY_S))
+        return LineProgress(*columns, console=err_console, every_s=every_s)
+    return Progress(*columns, console=err_console, transient=transient)
+
+
+class LineProgress(Progress):
+    """rich's Progress for a stderr that is not a terminal (a pipe, a CI log), where a bar is never drawn: a
+    start line, then a plain line at most every ``every_s`` seconds as items finish (counts, rate, ETA, and the
+    cost so far, errors and unscorable items when the task has those fields), and the last counts at the end."""
+
+    def __init__(self, *columns: str | ProgressColumn, every_s: float, **kwargs: Any) -> None:
+        super().__init__(*columns, disable=True, **kwargs)
+        self.every_s = every_s
+        self._running = False
+        self._shown_at: dict[TaskID, float] = {}
+        self._shown_done: dict[TaskID, float] = {}
+
+    def start(self) -> None:
+        """Start, with a start line for each task."""
+        super().start()
+        self._running = True
+        for task in self.tasks:
+            self._start_line(task)
+
+    def stop(self) -> None:
+        """Stop, with the last counts of each task not shown yet."""
+        if self._running:
+            for task in self.tasks:
+                if self._shown_done.get(task.id) != task.completed:
+                    self._line(task)
+        self._running = False
+        super().stop()
+
+    def add_task(
+        self,
+        description: str,
+        start: bool = True,
+        total: float | None = 100.0,
+        completed: int = 0,
+        visible: bool = True,
+        **fields: Any,
+    ) -> TaskID:
+        """Add a task; one added while running gets its start line at once."""
+        task_id = super().add_task(description, start, total, completed, visible, **fields)
+        if self._running:
+            self._start_line(self._tasks[task_id])
+        return task_id
+
+    def update(
+        self,
+        task_id: TaskID,
+        *,
+        total: float | None = None,
+        completed: float | None = None,
+        advance: float | None = None,
+        description: str | None = None,
+        visible: bool | None = None,
+        refresh: bool = False,
+        **fields: Any,
+    ) -> None:
+        """Update the task, and print a line if it is time."""
+        super().update(
+            task_id,
+            total=total,
+            completed=completed,
+            advance=advance,
+            description=description,
+            visible=visible,
+            refresh=refresh,
+            **fields,
+        )
+        self._maybe_line(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        """Advance the task, and print a line if it is time."""
+        super().advance(task_id, advance)
+        self._maybe_line(task_id)
+
+    def _maybe_line(self, task_id: TaskID) -> None:
+        task = self._tasks[task_id]
+        if not self._running or self._shown_done.get(task_id) == task.completed:
+            return
+        if not task.finished and self.get_time() - self._shown_at.get(task_id, float("-inf")) < self.every_s:
+            return
+        self._line(task)
+
+    def _start_line(self, task: Task) -> None:
+        of = "" if task.total is None else f"/{task.total:g}"
+        self._print(f"{task.description}: started, {task.completed:g}{of} done")
+        self._shown_at[task.id] = self.get_time()
+        self._shown_done[task.id] = task.completed
+
+    def _line(self, task: Task) -> None:
+        parts = [f"{task.completed:g}"]
+        if task.total:
+            parts[0] += f"/{task.total:g} ({100 * task.completed / task.total:.0f}%)"
+        speed = task.finished_speed or task.speed
+        parts.append("–/s" if speed is None else f"{speed:.1f}/s")
+        if not task.finished:
+            parts.append(f"ETA {_duration(task.time_remaining)}")
+        if "cost" in task.fields:
+            parts.append(f"${task.fields['cost']:.4f} so far")
+        for name in ("errors", "unscorable"):
+            if task.fields.get(name):
+                parts.append(f"{task.fields[name]} {name}")
+        parts.append(f"{_duration(task.elapsed)} elapsed")
+        self._print(f"{task.description}: " + ", ".join(parts))
+        self._shown_at[task.id] = self.get_time()
+        self._shown_done[task.id] = task.completed
+
+    def _print(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        self.console.file.flush()
+
+
+def _duration(seconds: float | None) -> str:
+    """``1h02m``, ``3m08s``, ``12s``; a dash when unknown."""
+    if seconds is None:
+        return "–"
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def compact_table(title: str) -> Table:

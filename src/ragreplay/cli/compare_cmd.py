@@ -16,13 +16,14 @@ from ragreplay.cli.common import (
     compact_table,
     console,
     count_progress,
-    err_console,
+    info,
     open_store,
     settings_from,
 )
 from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.comparison_run import load_targets, parse_challengers, run_comparison
 from ragreplay.compare.grid import ComparisonSummary
+from ragreplay.compare.runner import CaseComparison
 from ragreplay.compare.stored import show_comparison
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
@@ -55,24 +56,23 @@ async def _run(
     champion_target, challenger_targets = load_targets(champion, challengers)
     questions = questions_for(store, cases)
     bar = count_progress()
-    task = bar.add_task(f"comparing {len(challengers)} challenger(s)", total=len(cases))
+    task = bar.add_task(f"comparing {len(challengers)} challenger(s)", total=len(cases), cost=0.0, errors=0)
+    spent = [0.0, 0]  # the answers' cost so far (this attempt), cases with a failed side
 
     def on_plan(record: ComparisonRecord, n_done: int, reused: bool) -> None:
         if reused and n_done == len(cases):
-            err_console.print(
-                f"comparison {record.id} has every case already: shown from the store "
-                "(--fresh starts a new one)",
-                highlight=False,
+            info(
+                f"comparison {record.id} has every case already: shown from the store (--fresh starts a new one)"
             )
         elif reused:
-            err_console.print(
-                f"resuming comparison {record.id}: {n_done} of {len(cases)} cases already compared",
-                highlight=False,
-            )
+            info(f"resuming comparison {record.id}: {n_done} of {len(cases)} cases already compared")
         bar.update(task, completed=n_done)
 
-    def on_case(*_: object) -> None:
-        bar.advance(task)
+    def on_case(done: CaseComparison) -> None:
+        if done.rows:  # the champion answered once for every challenger's row
+            spent[0] += done.rows[0].champion_cost_usd + sum(row.challenger_cost_usd for row in done.rows)
+        spent[1] += any(row.error for row in done.rows)
+        bar.update(task, advance=1, cost=spent[0], errors=spent[1])
 
     async with StoreWriter(store) as writer:
         factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from ragreplay.cli.common import console, open_store, settings_from
+from ragreplay.cli.common import console, open_store, progress_display, settings_from
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.yaml_files import load_model, read_yaml
@@ -61,14 +61,12 @@ def ingest(
         return
     with (
         open_store(settings.db, create=True) as store,
-        Progress(
+        progress_display(
             "[progress.description]{task.description}",
             BarColumn(),
             DownloadColumn(),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=console,
-            transient=True,
         ) as bar,
     ):
         task = bar.add_task(f"ingesting {path.name}", total=None)

@@ -1,4 +1,4 @@
-"""The options of `ragreplay` itself, before any command: ``--version``."""
+"""The options of `ragreplay` itself, before any command: ``--version``, ``--quiet``, ``--verbose``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ragreplay import __version__
+from ragreplay.cli.common import set_output_mode
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 a check failed (regset check, calibration alert); 2 a mistake to fix (the message "
@@ -29,5 +30,20 @@ def root(
             "--version", callback=_print_version, is_eager=True, help="Print ragreplay's version and exit."
         ),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No progress nor informational lines: results and errors only (same exit codes).",
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Debug log lines on stderr, and the traceback of an unexpected error."
+        ),
+    ] = False,
 ) -> None:
     """The options before any command (the app's help text is the one shown)."""
+    set_output_mode(quiet, verbose)

@@ -19,7 +19,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ragreplay.cli.common import console, err_console, open_store, parse_tags, settings_from
+from ragreplay.cli.common import (
+    console,
+    err_console,
+    info,
+    log,
+    open_store,
+    parse_tags,
+    progress_display,
+    settings_from,
+)
 from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.jobs import runner
@@ -35,8 +44,9 @@ EXAMPLES = 5
 
 
 def progress_bar() -> Progress:
-    """A progress bar with counts, rate, ETA, cost so far and errors."""
-    return Progress(
+    """A progress bar on stderr with counts, rate, ETA, cost so far and errors, left on screen at the end;
+    plain lines when stderr is not a terminal, nothing under --quiet (:func:`progress_display`)."""
+    return progress_display(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(bar_width=16),
         MofNCompleteColumn(),
@@ -45,7 +55,7 @@ def progress_bar() -> Progress:
         TimeRemainingColumn(),
         TextColumn("${task.fields[cost]:.4f}"),
         TextColumn("[red]{task.fields[errors]} err[/red] [magenta]{task.fields[unscorable]} unsc.[/magenta]"),
-        console=console,
+        transient=False,
     )
 
 
@@ -88,15 +98,17 @@ async def run_replay(
 
     def on_plan(run: RunRecord, resumed: bool) -> None:
         if run.status == RunStatus.DONE:
-            console.print(
+            info(
                 f"run [bold]{run.id}[/bold] already finished with the same target, judge and cases: shown from "
-                "the store, no call made (--fresh replays anew)"
+                "the store, no call made (--fresh replays anew)",
+                to=console,
             )
             return
         if resumed:
-            console.print(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)")
+            info(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)", to=console)
         else:
-            console.print(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}")
+            info(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}", to=console)
+        log.debug("run %s: concurrency %d, judge %s", run.id, settings.concurrency, settings.judge)
         bar.start()
 
     on_progress = progress_updater(bar, task)
@@ -156,4 +168,4 @@ def run(
             raise typer.Exit(130) from None
         summary = summarize_run(store, replayed.id, keep=EXAMPLES)  # the rows shown, not all
     console.print(build_renderable(summary, examples=EXAMPLES))
-    console.print(f"\nfull report: ragreplay report {replayed.id} --format md")
+    info(f"\nfull report: ragreplay report {replayed.id} --format md", to=console)
