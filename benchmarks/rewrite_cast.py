@@ -22,11 +22,13 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragreplay.core.types import Case, Feedback, Message, Role
+from ragreplay.local.embeddings import get_embedder
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.replay.replay_run import build_rewriter
 from ragreplay.settings import load_settings
@@ -67,6 +69,7 @@ class Scores:
     exact: list[bool]
     f1: list[float]
     recall: list[float]
+    cosine: list[float] = field(default_factory=list)
 
     def row(self, name: str) -> str:
         """A Markdown table row."""
@@ -76,13 +79,17 @@ class Scores:
 
         return (
             f"| {name} | {mean(self.kept)} ({len(self.kept)}) | {mean(self.exact)} ({len(self.exact)}) | "
-            f"{mean(self.f1)} | {mean(self.recall)} |"
+            f"{mean(self.f1)} | {mean(self.cosine)} | {mean(self.recall)} |"
         )
 
 
-def score(rows: list[dict[str, object]], predictions: list[str]) -> Scores:
-    """Score ``predictions`` (one per row) against the human rewrites."""
+def score(
+    rows: list[dict[str, object]], predictions: list[str], embed: Callable[[list[str]], Any] | None = None
+) -> Scores:
+    """Score ``predictions`` (one per row) against the human rewrites; with ``embed`` (texts -> unit vectors)
+    also the cosine of each needed rewrite with the human one."""
     s = Scores([], [], [], [])
+    pairs: list[tuple[str, str]] = []
     for row, pred in zip(rows, predictions, strict=True):
         question, gold = str(row["question"]), str(row["rewrite"])
         if not row["history"]:
@@ -93,9 +100,13 @@ def score(rows: list[dict[str, object]], predictions: list[str]) -> Scores:
             continue
         s.exact.append(norm == " ".join(tokens(gold)))
         s.f1.append(token_f1(pred, gold))
+        pairs.append((pred, gold))
         wanted = added_terms(question, gold)
         if wanted:
             s.recall.append(len(wanted & set(tokens(pred))) / len(wanted))
+    if embed is not None and pairs:
+        left, right = embed([p for p, _ in pairs]), embed([g for _, g in pairs])
+        s.cosine = [float(c) for c in (left * right).sum(axis=1)]
     return s
 
 
@@ -165,18 +176,19 @@ def main() -> None:
     print(f"{len(rows)} turns, {with_history} with history (turns without history make no model call)\n")
     print(
         "| rewriter | kept unchanged when no rewrite needed (n) | exact match when needed (n) | token F1 | "
-        "added-term recall |"
+        "cosine (USE) | added-term recall |"
     )
-    print("|---|---:|---:|---:|---:|")
-    print(score(rows, [str(r["question"]) for r in rows]).row("identity (never rewrite)"))
+    print("|---|---:|---:|---:|---:|---:|")
+    embed = get_embedder("use").encode
+    print(score(rows, [str(r["question"]) for r in rows], embed).row("identity (never rewrite)"))
     auto = [r for r in rows if r.get("automatic_rewrite")]
     if auto:
         print(
-            score(auto, [str(r["automatic_rewrite"]) for r in auto]).row(
+            score(auto, [str(r["automatic_rewrite"]) for r in auto], embed).row(
                 f"CAsT 2020 organisers' automatic rewrite (2020 rows only, n={len(auto)})"
             )
         )
-    print(score(rows, predictions).row(f"`{args.rewriter}`"))
+    print(score(rows, predictions, embed).row(f"`{args.rewriter}`"))
     print(f"\nmodel calls: {calls}, cost: ${cost:.4f}")
 
 

@@ -85,7 +85,7 @@ def test_follow_up_detection(query: str, expected: bool) -> None:
     assert is_follow_up(query) is expected
 
 
-async def test_local_rewriter_prepends_first_and_previous_questions() -> None:
+async def test_local_rewriter_resolves_pronouns_prepends_for_openers_and_keeps_the_rest() -> None:
     history = make_history(
         "What is the remote work policy?", "Two days a week.", "Does it apply to warehouse staff?", "No."
     )
@@ -93,14 +93,30 @@ async def test_local_rewriter_prepends_first_and_previous_questions() -> None:
         id="c", conversation_id="k", turn_index=5, query="And for managers?", history=history, old_answer="x"
     )
     rewrite = await LocalRewriter().rewrite(case)
-    assert rewrite.rewritten and rewrite.model == "local:concat"
-    assert (
-        rewrite.query == "What is the remote work policy? Does it apply to warehouse staff? And for managers?"
-    )
+    assert rewrite.rewritten and rewrite.model == "local:referent"
+    assert rewrite.query == "Does it apply to warehouse staff? And for managers?"
+    opening = make_history("What is the remote work policy?", "Two days a week.")
+    asked = case.model_copy(update={"history": opening, "query": "Who approves it?"})
+    pronoun = await LocalRewriter().rewrite(asked)
+    assert pronoun.query == "Who approves remote work policy?" and "pronoun" in pronoun.note
+    possessive = await LocalRewriter().rewrite(asked.model_copy(update={"query": "What is its history?"}))
+    assert possessive.query == "What is remote work policy's history?"
     standalone = case.model_copy(update={"query": "How many vacation days do new employees get per year?"})
     assert not (await LocalRewriter().rewrite(standalone)).rewritten
+    own_subject = case.model_copy(update={"query": "What is mortadella and where is it from?"})
+    assert not (await LocalRewriter().rewrite(own_subject)).rewritten
     first_turn = case.model_copy(update={"history": ()})
     assert (await LocalRewriter().rewrite(first_turn)).note == "no history"
+
+
+def test_the_subject_is_what_the_conversation_keeps_coming_back_to() -> None:
+    from ragreplay.replay.referent import conversation_subject, resolve_follow_up
+
+    questions = ["What is throat cancer?", "Is it treatable?", "What are the symptoms of throat cancer?"]
+    assert conversation_subject(questions) == "throat cancer"
+    assert resolve_follow_up("How is it diagnosed?", questions) == "How is throat cancer diagnosed?"
+    assert resolve_follow_up("How is it diagnosed?", []) is None
+    assert resolve_follow_up("What about the treatment?", questions) is None  # no pronoun: not this rule
 
 
 async def test_a_reply_with_two_different_queries_keeps_the_original() -> None:

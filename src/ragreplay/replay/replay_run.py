@@ -169,7 +169,7 @@ def build_rewriter(spec: str | None, factory: ModelFactory) -> QueryRewriter | N
     """The follow-up rewriter for ``spec``: ``none``, ``local`` (rule-based) or a ``provider:model`` LLM."""
     if spec is None or spec == "none":
         return None
-    if spec in ("local", "local:concat", "local:fit"):
+    if spec in ("local", "local:referent", "local:concat", "local:fit"):
         return LocalRewriter()
     return Rewriter(factory.build(spec))
 

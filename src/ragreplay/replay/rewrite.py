@@ -19,6 +19,7 @@ from ragreplay.core.types import Case, Rewrite, Role
 from ragreplay.judges.fence import data_rules, fence
 from ragreplay.judges.json_reply import read_reply_object
 from ragreplay.ports import ChatModel
+from ragreplay.replay.referent import resolve_follow_up
 
 
 class RewriteReply(BaseModel):
@@ -136,41 +137,38 @@ class Rewriter:
 
 
 class LocalRewriter:
-    """A rule-based rewriter that needs no model: a follow-up gets the earlier questions prepended.
+    """A rule-based rewriter that needs no model and never invents words.
 
-    A question counts as a follow-up when it opens like one ("and for part-timers?", "wat als ..."), leans on a
-    pronoun ("does it apply to me?"), or is very short. It gets the conversation's first question and the
-    previous one prepended. Prepending earlier questions is the classic
-    history-concatenation baseline of conversational search: it gives the retriever the missing subject without
-    inventing words, at the cost of some noise. A model rewriter does better (see docs/benchmarks.md).
+    A follow-up that leans on a personal pronoun ("is it treatable?") gets the pronoun replaced by the
+    conversation's subject (:func:`~ragreplay.replay.referent.resolve_follow_up`); one that opens like a
+    follow-up without a pronoun ("and for part-timers?", "wat als ...") gets the previous question prepended,
+    which gives the retriever the missing subject. Anything else is left unchanged, so a self-contained question
+    is almost never touched. On TREC CAsT (dev) it beats leaving questions unchanged on token F1 while keeping
+    96% of the self-contained ones as they are; a model rewriter does better (see docs/benchmarks.md).
     """
 
-    name = "local:concat"
-    prompt_version = "local-concat-1"
+    name = "local:referent"
+    prompt_version = "local-referent-1"
 
     async def rewrite(self, case: Case) -> Rewrite:
-        """The standalone question for ``case``: unchanged, or the previous question + this one."""
-        humans = [m.content for m in case.history if m.role is Role.HUMAN and m.content.strip()]
-        if not humans or not is_follow_up(case.query):
-            note = "no history" if not humans else "already standalone"
-            return Rewrite(
-                original=case.query,
-                query=case.query,
-                rewritten=False,
-                model=self.name,
-                prompt_version=self.prompt_version,
-                note=note,
-            )
-        # The subject is usually set by the conversation's opening question or by the one just before.
-        context = list(dict.fromkeys([humans[0].strip(), humans[-1].strip()]))
-        query = " ".join([*context, case.query.strip()])
+        """The standalone question for ``case``: unchanged, the pronoun resolved, or the previous question +
+        this one."""
+        humans = [m.content.strip() for m in case.history if m.role is Role.HUMAN and m.content.strip()]
+        query, note = case.query.strip(), "no history" if not humans else "already standalone"
+        if humans:
+            resolved = resolve_follow_up(query, humans)
+            if resolved is not None:
+                query, note = resolved, "pronoun replaced by the conversation's subject"
+            elif " ".join(query.lower().split()).startswith(FOLLOW_UP_OPENERS):
+                query, note = f"{humans[-1]} {query}", "previous question prepended"
+        rewritten = query != case.query.strip()
         return Rewrite(
             original=case.query,
-            query=query,
-            rewritten=True,
+            query=query if rewritten else case.query,
+            rewritten=rewritten,
             model=self.name,
             prompt_version=self.prompt_version,
-            note="earlier questions prepended",
+            note=note,
         )
 
 
