@@ -94,3 +94,14 @@ def test_replay_scale_benchmark_runs_small() -> None:
     assert int(memory[1]) == 60 and float(memory[2]) > 0
     startup = run_benchmark("replay_scale.py", "startup", "--repeat", "1")
     assert "ragreplay --help" in startup[1] and float(startup[2]) > 0
+
+
+def test_throughput_benchmark_against_a_rate_limited_endpoint_runs_small() -> None:
+    last = run_benchmark(
+        "replay_throughput.py",
+        *("--cases", "40", "--rate-limit", "40", "--error-rate", "0.05", "--latency-ms", "20"),
+    )
+    cases, verdicts, errors, completions, minimum = (
+        int(c) for c in (last[1], last[3], last[4], last[5], last[6])
+    )
+    assert cases == verdicts == 40 and errors == 0 and completions == minimum == 60

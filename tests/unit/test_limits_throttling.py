@@ -174,18 +174,19 @@ def test_rate_limiting_beyond_the_budget_gives_up_and_later_calls_at_once() -> N
     endpoint = BucketEndpoint(rate=1e-9, capacity=1e-9, headers=False)  # rejects everything
     model = limited(endpoint, budget_s=60.0)
 
-    async def run() -> tuple[float, float]:
+    async def run() -> tuple[float, float, int]:
         with pytest.raises(ProviderError) as first:
             await model.complete(REQUEST)
         assert first.value.status == 429 and "retry budget" in str(first.value)
-        gave_up_at = clock()
-        with pytest.raises(ProviderError):
+        gave_up_at, rejected = clock(), endpoint.rejected
+        with pytest.raises(ProviderError) as second:
             await model.complete(REQUEST)
-        return gave_up_at, clock() - gave_up_at
+        assert "not sent" in str(second.value) and "re-run" in str(second.value)
+        return gave_up_at, clock() - gave_up_at, endpoint.rejected - rejected
 
-    (gave_up_at, second_took), _ = run_virtual(run())
-    assert 60.0 <= gave_up_at <= 91.0  # the budget plus at most one capped wait
-    assert second_took <= 30.0  # one wait at most: the endpoint already rejected everything for 60 s
+    (gave_up_at, second_took, second_sent), _ = run_virtual(run())
+    assert gave_up_at == pytest.approx(60.0)  # the budget, not a wait past it
+    assert second_took == 0.0 and second_sent == 0  # the endpoint rejected everything for 60 s already
 
 
 def test_a_success_ends_the_rejection_streak() -> None:

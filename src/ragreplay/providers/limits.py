@@ -39,9 +39,15 @@ class RateLimiter:
         self._sleep = sleep
         self.learner = RateLearner(requests_per_minute / 60.0 if requests_per_minute else None)
 
-    async def acquire(self) -> Ticket:
-        """Wait until a request may be sent; the ticket reports its outcome back."""
+    async def acquire(self, budget_s: float | None = None) -> Ticket | None:
+        """Wait until a request may be sent; the ticket reports its outcome back. ``None`` when, meanwhile,
+        the endpoint has rejected everything for ``budget_s``: the caller gives up rather than wait on."""
         while (wait := self.learner.wait(self._clock())) > 0:
+            throttled_s = self.throttled_for()
+            if budget_s is not None and throttled_s > 0:
+                if throttled_s >= budget_s:
+                    return None
+                wait = min(wait, budget_s - throttled_s)
             await self._sleep(wait)
         return self.learner.take(self._clock())
 
@@ -59,6 +65,10 @@ class RateLimiter:
     def throttled_for(self) -> float:
         """Seconds the endpoint has answered nothing but 429s."""
         return self.learner.throttled_for(self._clock())
+
+
+class _NotSent(ProviderError):
+    """A call given up before its request was sent: the retry budget was spent on 429s already."""
 
 
 class ProviderGate:
@@ -115,11 +125,19 @@ class LimitedModel:
         return self.inner.name
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Call the wrapped model within the limits, waiting out 429s and retrying failures."""
+        """Call the wrapped model within the limits, waiting out 429s and retrying failures.
+
+        Once the endpoint has rejected everything for the policy's ``budget_s``, calls give up without a
+        request: the run ends soon, its cases error rows that a re-run retries.
+        """
+        if self.retry.gives_up(0, self.gate.limiter.throttled_for()):
+            raise self._not_sent()
         failures = 0
         while True:
             try:
                 return await self._attempt(request)
+            except _NotSent:
+                raise
             except ProviderError as exc:
                 if not exc.transient:
                     raise
@@ -134,6 +152,15 @@ class LimitedModel:
                 self.retries += 1
                 # Sleep outside the semaphore so other calls can use the slot meanwhile.
                 await self._sleep(self.retry.delay(failures - 1, exc.retry_after, self._rng))
+
+    def _not_sent(self) -> ProviderError:
+        throttled_s = self.gate.limiter.throttled_for()
+        return _NotSent(
+            f"{self.name}: not sent: every request rejected (429) for {throttled_s:.0f} s, the retry budget; "
+            "a re-run of the same command retries this",
+            transient=True,
+            status=429,
+        )
 
     def _given_up(self, exc: ProviderError, retries: int, throttled_s: float) -> ProviderError:
         if retries >= self.retry.max_retries:
@@ -154,7 +181,9 @@ class LimitedModel:
     async def _attempt(self, request: ChatRequest) -> ChatResponse:
         gate = self.gate
         async with gate.semaphore:
-            ticket = await gate.limiter.acquire()
+            ticket = await gate.limiter.acquire(self.retry.budget_s)
+            if ticket is None:
+                raise self._not_sent()
             gate.in_flight += 1
             gate.peak_in_flight = max(gate.peak_in_flight, gate.in_flight)
             try:
