@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
 import signal
@@ -95,6 +96,8 @@ def serve_role(args: argparse.Namespace) -> None:
         app = champion_app(args.latency / 1000)
     elif args.role == "challenger":
         app = challenger_app()
+    elif args.forward_only:
+        app = forward_only_app(args)
     else:
         from ragreplay.cli.shadow_cmd import build_sampler
         from ragreplay.shadow.payloads import RequestFields
@@ -117,10 +120,13 @@ def serve_role(args: argparse.Namespace) -> None:
             # uvicorn re-raises SIGTERM after shutdown, so report from the lifespan, after the flush
             if close is not None:
                 await close()
+            dump_profile(args)
             stats = app.mirror.shadow.stats().as_dict()
             Path(args.stats_file).write_text(json.dumps({**stats, "mirror": app.mirror.stats()}))
 
         app.on_close = close_and_report
+    if args.role == "proxy" and args.profile:
+        PROFILER.enable()
     uvicorn.run(
         app,
         host="127.0.0.1",
@@ -131,6 +137,40 @@ def serve_role(args: argparse.Namespace) -> None:
         timeout_graceful_shutdown=2,
         **({"loop": "asyncio", "http": "h11"} if args.stack == "plain" else {}),  # type: ignore[arg-type]
     )
+
+
+PROFILER = cProfile.Profile(time.thread_time)  # CPU of this thread, not wall: the machine is shared
+"""The proxy role's profile (``--profile``): the event loop's thread only; the log's writer thread is not in it."""
+
+
+def dump_profile(args: argparse.Namespace) -> None:
+    """Write the proxy's profile, when asked for (from the lifespan: uvicorn re-raises SIGTERM after it)."""
+    if args.profile:
+        PROFILER.disable()
+        PROFILER.dump_stats(args.profile)
+
+
+def forward_only_app(args: argparse.Namespace) -> Any:
+    """The proxy with no mirror (what ``shadow serve`` runs without challengers): forwarding alone. Writes
+    zero shadow counters to the stats file at shutdown, so the row check holds."""
+    from ragreplay.asgi import run_lifespan
+    from ragreplay.shadow.proxy import create_proxy
+
+    proxy = create_proxy(args.champion)
+
+    async def close() -> None:
+        await proxy.aclose()
+        dump_profile(args)
+        zero = dict.fromkeys(["sampled", "dropped", "rows_dropped", "rows_lost", "rows_written"], 0)
+        Path(args.stats_file).write_text(json.dumps({**zero, "mirror": {}}))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await run_lifespan(receive, send, close)
+        else:
+            await proxy(scope, receive, send)
+
+    return app
 
 
 def start(role: str, port: int, *extra: str) -> subprocess.Popen[bytes]:
@@ -204,6 +244,16 @@ def cpu_s(pid: int | None = None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def loop_thread_cpu_s(pid: int) -> float | None:
+    """CPU seconds used so far by the main thread (the event loop) of process ``pid``; None where /proc is
+    missing. The process's total less this is its other threads (the shadow log's writer)."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def machine_busy_s() -> float | None:
     """CPU seconds that processes on this machine spent so far, in user and system mode (all cores; interrupt
     time, where the kernel does much of the loopback networking, is left out); None where /proc is missing."""
@@ -254,13 +304,14 @@ async def measure(
     wall = dict.fromkeys(paths, 0.0)
     big_statuses: dict[str, list[int]] = {path: [] for path in paths}
     cpu: dict[str, dict[str, float | None]] = {
-        path: dict.fromkeys([*pids, "client", "others"], 0.0) for path in latencies
+        path: dict.fromkeys([*pids, "proxy_loop", "client", "others"], 0.0) for path in latencies
     }
 
     def snapshot() -> dict[str, float | None]:
         ours = {**{role: cpu_s(pid) for role, pid in pids.items()}, "client": cpu_s()}
         busy = machine_busy_s()
         known = [v for v in ours.values() if v is not None]
+        ours["proxy_loop"] = loop_thread_cpu_s(pids["proxy"])  # part of "proxy", not summed again
         # whatever else ran on the machine meanwhile (other jobs, and the PostgreSQL server for a PG store)
         others = None if busy is None or len(known) < len(ours) else busy - sum(known)
         return {**ours, "others": others}
@@ -354,6 +405,8 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
             "--stats-file",
             str(stats_file),
         ),
+        *(["--forward-only"] if args.forward_only else []),
+        *(["--profile", args.profile] if args.profile else []),
     )
     try:
         pids = {"proxy": proxy.pid, "champion": procs[0].pid, "challenger": procs[1].pid}
@@ -460,6 +513,12 @@ def main() -> None:
         help="auto: uvicorn's pick (uvloop + httptools when installed); plain: asyncio + h11, for comparison",
     )
     parser.add_argument("--stats-file", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--forward-only", action="store_true", help="the proxy without a mirror: forwarding alone, no shadow"
+    )
+    parser.add_argument(
+        "--profile", default="", help="write a cProfile of the proxy's event-loop thread to this file"
+    )
     args = parser.parse_args()
     if args.role:
         serve_role(args)
