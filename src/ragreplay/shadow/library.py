@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from ragreplay.core.shadow import FeedbackSource, ShadowAnswer, ShadowFeedback, ShadowRow, live_case
 from ragreplay.core.types import Answer, Case, Feedback
@@ -141,6 +141,13 @@ class _Request:
         self._case = case
         self._shadow = shadow
         self._stored: asyncio.Task[tuple[str, ShadowAnswer]] | None = None
+        self._stored_inline: tuple[str, ShadowAnswer] | None = None
+
+    @cached_property
+    def light(self) -> bool:
+        """Whether the query and the champion's answer are short enough to redact on the loop."""
+        shadow = self._shadow
+        return not (shadow._heavy(self.query) or shadow._heavy_side(self.champion))
 
     @cached_property
     def case(self) -> Case:
@@ -169,7 +176,12 @@ class _Request:
         done = self._stored is not None and self._stored.done() and not self._stored.cancelled()
         if done and self._stored is not None and self._stored.exception() is None:
             return self._stored.result()
+        if self._stored_inline is not None:
+            return self._stored_inline
         shadow = self._shadow
+        if self.light:  # the same for every challenger: redacted once
+            self._stored_inline = shadow._redacted(self.query), shadow._redacted_side(self.champion)
+            return self._stored_inline
         query = NOT_REDACTED if shadow._heavy(self.query) else shadow._redacted(self.query)
         champion = self.champion
         if shadow._heavy(champion.text) or shadow._heavy(champion.error or ""):
@@ -237,6 +249,8 @@ class Shadow:
         self.timeout_s = challenger_timeout_s
         self.max_in_flight = max_in_flight
         self._tasks: set[asyncio.Task[None]] = set()
+        # isinstance against a runtime Protocol walks its attributes each time (~25 µs): asked once per target
+        self._forwards: dict[int, tuple[Target, bool]] = {}
         self._abandoned: set[asyncio.Task[Answer]] = set()  # timed-out calls still running
         self.seen = 0
         self.sampled = 0
@@ -351,7 +365,7 @@ class Shadow:
         update = {"text": self._redacted(side.text)} if side.text else {}
         if side.error:
             update["error"] = self._redacted(side.error)
-        return side.model_copy(update=update) if update else side
+        return _updated(side, update)
 
     def _redacted(self, text: str) -> str:
         if self.redact is None:
@@ -363,6 +377,9 @@ class Shadow:
 
     def _heavy(self, text: str) -> bool:
         return self.redact is not None and self.offload.heavy(len(text))
+
+    def _heavy_side(self, side: ShadowAnswer) -> bool:
+        return self._heavy(side.text) or self._heavy(side.error or "")
 
     async def _redacted_later(self, text: str) -> str:
         """``text`` redacted: inline when short, else in the offload worker (never on the loop for long)."""
@@ -385,7 +402,7 @@ class Shadow:
         update = {"text": await self._redacted_later(side.text)} if side.text else {}
         if side.error:
             update["error"] = await self._redacted_later(side.error)
-        return side.model_copy(update=update) if update else side
+        return _updated(side, update)
 
     def _record(
         self,
@@ -419,9 +436,13 @@ class Shadow:
         start = time.perf_counter()
         try:
             candidate = await self._ask(request, target, start)
-            (query, champion), challenger = await asyncio.gather(
-                request.stored(), self._redacted_side_later(candidate)
-            )
+            if request.light and not self._heavy_side(candidate):
+                # short texts are redacted inline: no tasks, no shield, no gather (most requests)
+                (query, champion), challenger = request.stored_now(), self._redacted_side(candidate)
+            else:
+                (query, champion), challenger = await asyncio.gather(
+                    request.stored(), self._redacted_side_later(candidate)
+                )
         except asyncio.CancelledError:
             failed = ShadowAnswer.failed("cancelled: the shadow was closed", _ms(start))
             query, champion = request.stored_now()
@@ -430,8 +451,8 @@ class Shadow:
         self._offer(request, name, query, champion, challenger)
 
     async def _ask(self, request: _Request, target: Target, start: float) -> ShadowAnswer:
-        if request.raw is not None and isinstance(target, RequestForwarder):
-            asked = target.forward(request.raw, request.query, request.case)
+        if request.raw is not None and self._can_forward(target):
+            asked = cast(RequestForwarder, target).forward(request.raw, request.query, request.case)
         else:
             asked = target.answer(request.query, request.case)
         call = asyncio.create_task(asked)
@@ -453,6 +474,14 @@ class Shadow:
         if answer.error is not None:
             self.challenger_errors += 1
         return ShadowAnswer.from_answer(answer, _ms(start))
+
+    def _can_forward(self, target: Target) -> bool:
+        """Whether ``target`` takes the user's own request (:class:`RequestForwarder`), remembered per target."""
+        known = self._forwards.get(id(target))
+        if known is None or known[0] is not target:  # the target is kept, so its id is not reused meanwhile
+            known = (target, isinstance(target, RequestForwarder))
+            self._forwards[id(target)] = known
+        return known[1]
 
     def _abandon(self, call: asyncio.Task[Answer]) -> None:
         call.cancel()
@@ -528,6 +557,13 @@ class Shadow:
 
 def _request_id(given: str | None) -> str:
     return uuid.uuid4().hex if given is None else normalize_request_id(given)
+
+
+def _updated(side: ShadowAnswer, update: dict[str, str]) -> ShadowAnswer:
+    """``side`` with ``update`` applied; ``side`` itself when nothing in it changes (no copy made)."""
+    if all(getattr(side, key) == value for key, value in update.items()):
+        return side
+    return side.model_copy(update=update)
 
 
 def _ms(start: float) -> float:

@@ -159,29 +159,41 @@ class MirrorHttpTarget:
                 raw.method, self._base + raw.path, data=raw.body, headers=headers, **options
             ) as resp:
                 status = resp.status
-                parts: list[bytes] = []
-                size = 0
-                async for chunk in resp.content.iter_chunked(1 << 16):
-                    size += len(chunk)
-                    if size > self._max_reply:  # stop reading: the rest is never held
+                length = resp.content_length
+                if length is not None and length <= self._max_reply:
+                    body = await resp.read()  # a declared length within the cap: one read (most replies)
+                else:
+                    read = await self._read_capped(resp)
+                    if read is None:
                         return _Failure(f"reply too large: over {self._max_reply} bytes, not stored")
-                    parts.append(chunk)
-                body = b"".join(parts)
+                    body = read
                 content_type = resp.headers.get("content-type")
-                retry_after = retry_after_seconds(resp.headers, datetime.now(UTC))
+                # read only for a failure that may be retried (parsing dates costs; most replies are 200)
+                retry_after = retry_after_seconds(resp.headers, datetime.now(UTC)) if status >= 400 else None
         except TimeoutError:
             return _Failure(f"timeout after {self._timeout if timeout is None else timeout:g} s")
         except aiohttp.ClientError as exc:
             retryable = isinstance(exc, aiohttp.ClientConnectionError)
             return _Failure(f"connection error: {type(exc).__name__}: {exc}", retryable)
-        text = body.decode("utf-8", errors="replace")
         if status >= 400:
             retryable = status == 429 or status >= 500
-            return _Failure(f"HTTP {status}: {_excerpt(text)}", retryable, retry_after)
+            return _Failure(f"HTTP {status}: {_excerpt(_text(body))}", retryable, retry_after)
         try:
             return parse_reply(body, content_type, self._fields).answer
         except ValueError as exc:
-            return _Failure(f"bad response: {exc}: {_excerpt(text)}")
+            return _Failure(f"bad response: {exc}: {_excerpt(_text(body))}")
+
+    async def _read_capped(self, resp: aiohttp.ClientResponse) -> bytes | None:
+        """The body of a reply of unknown (or too large) length, or ``None`` once it passes the cap (the rest
+        is never read)."""
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > self._max_reply:
+                return None
+            parts.append(chunk)
+        return b"".join(parts)
 
     def _session(self) -> aiohttp.ClientSession:
         """The session passed in, or one of our own made inside the running loop (sessions belong to a loop)."""
@@ -208,6 +220,10 @@ class MirrorHttpTarget:
 
 def _failed(message: str, start: float) -> Answer:
     return Answer(text="", error=message, latency_ms=(time.perf_counter() - start) * 1000)
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")
 
 
 def _excerpt(text: str) -> str:
