@@ -174,3 +174,16 @@ async def test_a_response_cached_during_the_run_is_found_once_flushed(store: Sto
         writer.cache_put("k1", "fake:m", {"q": 1}, {"text": "a"})
         await writer.save_result(ResultRecord(run_id="run_w", case_id="c1"))  # flushes k1 too
         assert writer.cache_get("k1") == {"text": "a"}  # no longer pending: read from the store
+
+
+async def test_writes_that_trickle_in_share_a_transaction(store: Store) -> None:
+    _run(store)
+
+    async def save_later(i: int) -> None:
+        await asyncio.sleep(i * 0.001)  # one answer a millisecond, as from a slow endpoint
+        await writer.save_result(ResultRecord(run_id="run_w", case_id=f"c{i}", status=ResultStatus.DONE))
+
+    async with StoreWriter(store) as writer:
+        await asyncio.gather(*(save_later(i) for i in range(40)))
+    assert len(store.runs.load_results("run_w")) == 40
+    assert writer.batches <= 20  # a commit per write or two was 25-40

@@ -28,6 +28,10 @@ from ragreplay.store.gates import GateItemRecord
 from ragreplay.store.review_judgments import ReviewJudgmentRecord
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
+GATHER_S = 0.005
+"""How long a tick waits for more writes to join its transaction, unless ``GATHER_UNTIL`` are queued already."""
+GATHER_UNTIL = 64
+
 
 class StoreWriter:
     """Gathers writes and applies them in a background thread, one :class:`WriteBatch` at a time."""
@@ -133,6 +137,10 @@ class StoreWriter:
         loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
+            if not self._closing and len(self._batch) < GATHER_UNTIL:
+                # Against a slow endpoint answers trickle in: a commit of one row costs a transaction and a
+                # thread hop; waiting a moment lets the writes of many cases share one.
+                await asyncio.sleep(GATHER_S)
             self._wake.clear()
             batch, waiters = self._batch, self._waiters
             self._batch, self._waiters = WriteBatch(), []
