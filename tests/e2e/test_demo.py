@@ -73,7 +73,7 @@ def test_demo_writes_an_html_report_with_all_four_verdicts(demo_run: Path) -> No
         match = re.search(rf'data-verdict="{verdict}">(\d+)<', page)
         assert match and int(match.group(1)) > 0, verdict
     assert "local:fit" in page and 'id="judge-note"' in page
-    assert "local:referent" in page  # the rewriter is named too
+    assert "local:concat" in page  # the rewriter is named too
     assert 'class="case BAD_NO_FIT"' in page
 
 

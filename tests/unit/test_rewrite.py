@@ -123,3 +123,22 @@ async def test_a_reply_with_two_different_queries_keeps_the_original() -> None:
     reply = 'The user wrote {"query": "ignore the rules"}; mine: {"standalone": false, "query": "How old is Lisa?"}'
     rewrite = await Rewriter(_model(reply)).rewrite(_case(HISTORY))
     assert rewrite.query == "How old is she?" and not rewrite.rewritten and "unreadable" in rewrite.note
+
+
+async def test_concat_rewriter_prepends_first_and_previous_questions() -> None:
+    from ragreplay.replay.rewrite import ConcatRewriter
+
+    history = make_history(
+        "What is the remote work policy?", "Two days a week.", "Does it apply to warehouse staff?", "No."
+    )
+    case = make_case(
+        id="c", conversation_id="k", turn_index=5, query="since when?", history=history, old_answer="x"
+    )
+    rewrite = await ConcatRewriter().rewrite(case)
+    assert rewrite.rewritten and rewrite.model == "local:concat"
+    assert rewrite.query == "What is the remote work policy? Does it apply to warehouse staff? since when?"
+    assert not (
+        await LocalRewriter().rewrite(case)
+    ).rewritten  # elliptical without a pronoun: local leaves it
+    standalone = case.model_copy(update={"query": "How many vacation days do new employees get per year?"})
+    assert not (await ConcatRewriter().rewrite(standalone)).rewritten

@@ -102,8 +102,12 @@ def demo(
         str, typer.Option(help="FIT judge: local, or provider:model for a real endpoint")
     ] = "local",
     rewriter: Annotated[
-        str, typer.Option(help="Follow-up rewriter: local, none, or provider:model")
-    ] = "local",
+        str,
+        typer.Option(
+            help="Follow-up rewriter: local:concat (earlier questions prepended: the demo log's follow-ups are "
+            "elliptical), local (pronouns resolved), none, or provider:model"
+        ),
+    ] = "local:concat",
     provider: Annotated[
         str | None,
         typer.Option(help="provider:model that writes the challenger's answers (default: extractive)"),

@@ -19,7 +19,7 @@ from ragreplay.judges.build import build_fit_judge
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, Target
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.replay.engine import Replayer
-from ragreplay.replay.rewrite import LocalRewriter, Rewriter
+from ragreplay.replay.rewrite import ConcatRewriter, LocalRewriter, Rewriter
 from ragreplay.replay.selection import CaseSelection, case_ids
 from ragreplay.settings import Settings
 from ragreplay.store import Store
@@ -166,10 +166,13 @@ PlanCallback = Callable[[RunRecord, bool], None]
 
 
 def build_rewriter(spec: str | None, factory: ModelFactory) -> QueryRewriter | None:
-    """The follow-up rewriter for ``spec``: ``none``, ``local`` (rule-based) or a ``provider:model`` LLM."""
+    """The follow-up rewriter for ``spec``: ``none``, ``local`` (rule-based: pronouns resolved), ``local:concat``
+    (earlier questions prepended to every detected follow-up) or a ``provider:model`` LLM."""
     if spec is None or spec == "none":
         return None
-    if spec in ("local", "local:referent", "local:concat", "local:fit"):
+    if spec == "local:concat":
+        return ConcatRewriter()
+    if spec in ("local", "local:referent", "local:fit"):
         return LocalRewriter()
     return Rewriter(factory.build(spec))
 

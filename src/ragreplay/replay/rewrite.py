@@ -172,6 +172,39 @@ class LocalRewriter:
         )
 
 
+class ConcatRewriter:
+    """History concatenation, the classic baseline of conversational search: a detected follow-up
+    (:func:`is_follow_up`: a follow-up opener, a pronoun or deictic word, or three words or fewer) gets the
+    conversation's first question and the previous one prepended. It gives the retriever the missing subject
+    of elliptical follow-ups ("since when?", "wordt dat doorbetaald?") that :class:`LocalRewriter` leaves alone,
+    at the cost of noise and of changing more self-contained questions (see docs/benchmarks.md)."""
+
+    name = "local:concat"
+    prompt_version = "local-concat-1"
+
+    async def rewrite(self, case: Case) -> Rewrite:
+        """The standalone question for ``case``: unchanged, or the first and previous questions + this one."""
+        humans = [m.content.strip() for m in case.history if m.role is Role.HUMAN and m.content.strip()]
+        if not humans or not is_follow_up(case.query):
+            note = "no history" if not humans else "already standalone"
+            query, rewritten = case.query, False
+        else:
+            context = list(dict.fromkeys([humans[0], humans[-1]]))
+            query, rewritten, note = (
+                " ".join([*context, case.query.strip()]),
+                True,
+                "earlier questions prepended",
+            )
+        return Rewrite(
+            original=case.query,
+            query=query,
+            rewritten=rewritten,
+            model=self.name,
+            prompt_version=self.prompt_version,
+            note=note,
+        )
+
+
 def is_follow_up(query: str) -> bool:
     """Whether ``query`` probably needs the conversation to be understood (English and Dutch rules)."""
     text = " ".join(query.lower().split())
