@@ -6,9 +6,12 @@ Two tasks:
   (:func:`ragreplay.judges.position.judge_pair`); an order-inconsistent pair counts as a tie. Reports accuracy
   and Cohen's kappa over the scored pairs, position consistency, wins by position and the favoured position
   (exact binomial test), unscorable pairs, model calls and cost.
-- ``--task fit``: NQ301 (human acceptable / not for a candidate answer). The gold reference answers joined with
-  " / " are the old answer, the candidate the new one; FIT should match "acceptable". Reports accuracy, kappa,
-  unscorable cases and cost.
+- ``--task fit``: NQ301 (human acceptable / not for a candidate answer), or any set in its layout (``--data``).
+  The local judge judges the candidate against each gold reference on its own and it fits when it fits any
+  (:func:`ragreplay.judges.references.judge_references`); a model judge reads the references joined with " / "
+  in one call, or one call per reference with ``--each-reference``. FIT should match "acceptable". Reports accuracy and
+  kappa on the scored rows, accuracy over all rows (UNSCORABLE counted wrong), the best guess's accuracy when the
+  judge gives one, unscorable cases and cost.
 
 ``--judge`` is ``local`` (the shipped local judge of the task) or any ``provider:model`` spec, built through
 :class:`~ragreplay.providers.registry.ModelFactory` with the providers and prices of ``--config``. ``--db`` caches
@@ -189,11 +192,16 @@ async def calibrate_pairwise(
 
 
 async def calibrate_fit(
-    rows: Sequence[dict[str, Any]], spec: str, factory: ModelFactory, conc: int
+    rows: Sequence[dict[str, Any]], spec: str, factory: ModelFactory, conc: int, each_reference: bool = False
 ) -> Result:
-    """Judge every NQ301 candidate against its joined references and compare with the human label."""
+    """Judge every candidate against its references and compare with the human label.
+
+    The local judge, and a model judge with ``each_reference``, judge each reference on its own (fits any); a
+    model judge otherwise reads the references joined with " / " in one call.
+    """
     from ragreplay.core.types import Answer
     from ragreplay.judges.build import build_fit_judge
+    from ragreplay.judges.references import judge_references
 
     counter: CountingModel | None = None
     if spec in LOCAL_SPECS:
@@ -204,24 +212,40 @@ async def calibrate_fit(
         counter = CountingModel(factory.build(spec))
         judge = FitJudge(counter)
 
-    async def one(row: dict[str, Any]) -> Fit:
+    one_by_one = counter is None or each_reference
+
+    async def one(row: dict[str, Any]) -> tuple[Fit, Fit | None]:
+        references = [str(r) for r in row["reference"]]
+        if not one_by_one:
+            references = [" / ".join(references)]
         case = Case(
             id=str(row["id"]),
             conversation_id=str(row.get("qid", row["id"])),
             turn_index=0,
             query=row["question"],
             history=(),
-            old_answer=" / ".join(row["reference"]),
+            old_answer=references[0],
             feedback=Feedback.GOOD,
         )
-        return (await judge.judge(case, row["question"], Answer(text=row["candidate"]))).fit
+        judgment = await judge_references(
+            judge, case, row["question"], Answer(text=row["candidate"]), references
+        )
+        return judgment.fit, judgment.best_guess
 
-    fits = await bounded(rows, conc, one)
-    scored = [
-        (f == Fit.FIT, bool(r["label"])) for f, r in zip(fits, rows, strict=True) if f != Fit.UNSCORABLE
-    ]
+    judged = await bounded(rows, conc, one)
+    labels = [bool(r["label"]) for r in rows]
+    scored = [(f == Fit.FIT, g) for (f, _), g in zip(judged, labels, strict=True) if f != Fit.UNSCORABLE]
     metrics, table = _agreement_rows([p for p, _ in scored], [g for _, g in scored], len(rows))
-    accepted = sum(bool(r["label"]) for r in rows)
+    accepted = sum(labels)
+    right = sum(p == g for p, g in scored)
+    metrics["accuracy_all_rows"] = right / len(rows) if rows else None
+    table.append(("accuracy (all rows, unscorable counted wrong)", _fmt(metrics["accuracy_all_rows"])))
+    guesses = [(guess or fit) == Fit.FIT for fit, guess in judged]
+    if all(guess is not None for _, guess in judged):
+        metrics["best_guess_accuracy"] = sum(p == g for p, g in zip(guesses, labels, strict=True)) / max(
+            len(rows), 1
+        )
+        table.append(("best guess accuracy (all rows)", _fmt(metrics["best_guess_accuracy"])))
     metrics["labels"] = {"acceptable": accepted, "not": len(rows) - accepted}
     table.insert(1, ("human labels acceptable / not", f"{accepted} / {len(rows) - accepted}"))
     return _finish(Result("fit", judge.name, judge.prompt_version, metrics, table), counter)
@@ -266,6 +290,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--db", default=None, help="ragreplay store used as the model-response cache")
     parser.add_argument("--data", type=Path, default=None, help="the dataset JSONL (default: the shared one)")
     parser.add_argument("--json", action="store_true", help="print the metrics as JSON after the table")
+    parser.add_argument(
+        "--each-reference",
+        action="store_true",
+        help="fit: a model judge judges each reference on its own (one call each) instead of the joined list",
+    )
     return parser.parse_args(argv)
 
 
@@ -278,8 +307,10 @@ async def run(args: argparse.Namespace) -> tuple[Result, float]:
     factory = ModelFactory(settings.model_settings(), cache=cache, env=os.environ)
     start = time.perf_counter()
     try:
-        task = calibrate_pairwise if args.task == "pairwise" else calibrate_fit
-        result = await task(rows, args.judge, factory, settings.concurrency)
+        if args.task == "pairwise":
+            result = await calibrate_pairwise(rows, args.judge, factory, settings.concurrency)
+        else:
+            result = await calibrate_fit(rows, args.judge, factory, settings.concurrency, args.each_reference)
     finally:
         await factory.aclose()
         if store is not None:

@@ -156,7 +156,7 @@ def test_compute_signals_is_symmetric_and_complete() -> None:
 def write_model(path: Path, **changes: Any) -> Path:
     """A one-feature model: p = sigmoid(20 * (token_f1 - 0.5)), FIT at p >= 0.7, NO_FIT at p <= 0.3."""
     data: dict[str, Any] = {
-        "format": "ragreplay-local-fit/1",
+        "format": "ragreplay-local-fit/2",
         "embedder": "use",
         "features": ["token_f1"],
         "mean": [0.5],
@@ -178,15 +178,16 @@ def case(old: str, query: str = "How many vacation days do I get?") -> Case:
 
 async def test_three_way_decision_with_a_constructed_model(tmp_path: Path) -> None:
     judge = LocalFitJudge(embedder=FakeEmbedder(), model_path=write_model(tmp_path / "m.json"))
-    assert judge.name == "local:fit" and judge.prompt_version.startswith("local-fit-1.")
+    assert judge.name == "local:fit" and judge.prompt_version.startswith("local-fit-2.")
     q = "How many vacation days do I get?"
     fit = await judge.judge(case("alpha beta gamma delta"), q, Answer(text="alpha beta gamma delta"))
     assert fit.fit is Fit.FIT and "word overlap F1 1.00" in fit.reason and fit.judge == "local:fit"
     assert json.loads(fit.raw)["signals"]["token_f1"] == 1.0
     unsure = await judge.judge(case("alpha beta gamma delta"), q, Answer(text="alpha beta omega sigma"))
     assert unsure.fit is Fit.UNSCORABLE and unsure.reason.startswith("signals disagree (p=0.50)")
+    assert unsure.best_guess is Fit.FIT and fit.best_guess is Fit.FIT  # p = 0.5 leans FIT
     no = await judge.judge(case("alpha beta gamma delta"), q, Answer(text="omega sigma tau rho"))
-    assert no.fit is Fit.NO_FIT and "word overlap F1 0.00" in no.reason
+    assert no.fit is Fit.NO_FIT and "word overlap F1 0.00" in no.reason and no.best_guess is Fit.NO_FIT
     empty = await judge.judge(case("alpha beta"), q, Answer(text=""))
     assert empty.fit is Fit.NO_FIT and "empty" in empty.reason
 
@@ -199,8 +200,9 @@ async def test_rules_override_the_regression(tmp_path: Path) -> None:
         case("you get 25 paid days each year"), q, Answer(text="you get 30 paid days each year")
     )
     assert numbers.fit is Fit.NO_FIT and "rule" in numbers.reason and "old 25; new 30" in numbers.reason
+    assert numbers.best_guess is Fit.NO_FIT  # the rule decides the best guess too
     negated = await judge.judge(case("you can carry days over"), q, Answer(text="you cannot carry days over"))
-    assert negated.fit is Fit.UNSCORABLE and "negated" in negated.reason
+    assert negated.fit is Fit.NO_FIT and "opposite polarity" in negated.reason
     both = await judge.judge(case("I don't know."), q, Answer(text="Ik weet het niet."))
     assert both.fit is Fit.FIT and "both decline" in both.reason
 

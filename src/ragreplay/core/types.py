@@ -154,6 +154,8 @@ class Judgment(_Frozen):
     reason: str = ""
     judge: str
     prompt_version: str
+    best_guess: Fit | None = None
+    """FIT or NO_FIT: where the judge leans, also when ``fit`` is UNSCORABLE; ``None`` when the judge gives none."""
     raw: str = ""
     tokens: TokenUsage = TokenUsage()
     cost_usd: float = 0.0

@@ -1,13 +1,15 @@
-"""A FIT judge that needs no LLM: a small logistic regression over cheap agreement signals.
+"""A FIT judge that needs no LLM: a small logistic regression over cheap agreement signals, plus slot rules.
 
 The coefficients, the feature standardisation and two thresholds ship in ``local_fit_model.json`` (fitted by
-``benchmarks/fit_local_judges.py`` on NQ301 human labels). With ``p`` the model's probability that the answers
-agree: ``p >= hi`` is FIT, ``p <= lo`` is NO_FIT and anything between is UNSCORABLE (the signals disagree), so an
-unsure case lands in its own column instead of being guessed. The reason names the signals that decided.
+``benchmarks/fit_local_judges.py`` on the NQ301 and EVOUNA-NQ dev labels). With ``p`` the model's probability that
+the answers agree: ``p >= hi`` is FIT, ``p <= lo`` is NO_FIT and the narrow band between is UNSCORABLE (the
+signals really disagree); every judgment also carries a best guess (FIT or NO_FIT). The reason names the signals
+or the rule that decided.
 
-NQ301's short factoid answers cannot calibrate everything a replay meets (refusals, near-identical sentences
-with a different number), so the model JSON also carries a few explicit rules that override the regression: see
-:data:`DEFAULT_RULES`. The benchmark applies them too, so the figures it reports include them.
+Factoid dev sets cannot calibrate everything a replay meets (refusals, near-identical sentences with another
+number, name, role or polarity, echoes of the question), so the model JSON also carries explicit rules that
+override the regression: see :data:`DEFAULT_RULES`. The benchmark applies them too, so its figures include them.
+Several references are judged one by one, fitting any (:meth:`LocalFitJudge.judge_references`).
 """
 
 from __future__ import annotations
@@ -27,20 +29,22 @@ import numpy as np
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case, Fit, Judgment
 from ragreplay.errors import ConfigError
+from ragreplay.judges import fit_features
 from ragreplay.judges import signals as sig
+from ragreplay.judges.references import combine
 from ragreplay.local.embeddings import get_embedder
 
-_CONTEXT_SIGNALS = frozenset(["length_ratio", "question_echo"])
+_CONTEXT_SIGNALS = frozenset(["length_ratio", "question_echo", "new_length"])
 # Signals that shift the odds but say nothing about content on their own; never given as the reason.
 _SIMILARITY_SIGNALS = frozenset(
-    ["cosine", "token_f1", "novel_f1", "containment_max", "containment_min", "char_overlap"]
+    "cosine token_f1 novel_f1 containment_max containment_min char_overlap recall novel_recall phrase".split()
 )
 # Only these can be a reason *for* FIT; a mismatch signal is named only when it fired (value > 0).
 
 DEFAULT_MODEL_PATH = Path(__file__).with_name("local_fit_model.json")
-"""The shipped model, fitted on NQ301 with the ``use`` embedder."""
+"""The shipped model, fitted on NQ301 and EVOUNA-NQ dev with the ``use`` embedder."""
 
-_FORMAT = "ragreplay-local-fit/1"
+_FORMAT = "ragreplay-local-fit/2"
 
 
 class NamedEncoder(sig.TextEncoder, Protocol):
@@ -68,11 +72,20 @@ class Rule:
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("both_refuse", 1.0, Fit.FIT),  # the same takeaway: no answer
     Rule("refusal_mismatch", 1.0, Fit.NO_FIT),  # one declines, the other answers
-    Rule("number_conflict", 1.0, Fit.NO_FIT),  # both give numbers, none shared: "25 days" vs "30 days"
-    Rule("date_mismatch", 1.0, Fit.NO_FIT),  # both give dates, none shared
-    Rule("negation_mismatch", 1.0, Fit.UNSCORABLE),  # "you can" vs "you cannot"; too noisy to decide alone
+    Rule("echo_mismatch", 1.0, Fit.NO_FIT),  # "You asked: ..." against an answer
+    Rule("slot_numbers", 1.0, Fit.NO_FIT),  # "25 days" vs "30 days", years left to the dates
+    Rule("slot_dates", 1.0, Fit.NO_FIT),  # "1 March 2021" vs "1 March 2022"
+    Rule("slot_names", 1.0, Fit.NO_FIT),  # "approved by Anna" vs "approved by Mark"
+    Rule(
+        "slot_roles", 1.0, Fit.NO_FIT
+    ),  # "HR approves" vs "your manager approves"; employer/employee swapped
+    Rule("slot_polarity", 1.0, Fit.NO_FIT),  # "allowed" vs "forbidden"; "is" vs "is not 20 days"
+    Rule("partial", 1.0, Fit.NO_FIT),  # the new answer keeps one clause of the reference and drops another
+    Rule("translation", 0.7, Fit.FIT),  # another language, the same meaning (multilingual embedding)
 )
-"""Overrides for contradictions the regression cannot weigh from NQ301; the first rule that matches wins."""
+"""Overrides for contradictions the regression cannot weigh from the dev sets; the first rule that matches wins.
+
+The slot rules read the value two answers give in the same place (:mod:`ragreplay.judges.slots`)."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +117,11 @@ class LocalFitModel:
         if data.get("format") != _FORMAT:
             raise ConfigError(f"{source}: field 'format' must be {_FORMAT!r}, got {data.get('format')!r}")
         features = tuple(str(f) for f in need("features"))
-        unknown = [f for f in features if f not in sig.SIGNAL_NAMES]
+        unknown = [f for f in features if f not in fit_features.FEATURE_NAMES]
         if unknown:
             raise ConfigError(
-                f"{source}: field 'features' names unknown signals {unknown}. Fix: use names from {sig.SIGNAL_NAMES}"
+                f"{source}: field 'features' names unknown signals {unknown}. "
+                f"Fix: use names from {fit_features.FEATURE_NAMES}"
             )
         try:
             arrays = [np.asarray(need(k), dtype=np.float64) for k in ("mean", "scale", "coef")]
@@ -180,7 +194,7 @@ def _read_rule(data: Any, source: str) -> Rule:
             f"{source}: field 'rules' has an invalid entry {data!r}. "
             "Fix: each rule needs 'signal', 'at_least' (number) and 'fit' (FIT, NO_FIT or UNSCORABLE)"
         ) from exc
-    if rule.signal not in sig.SIGNAL_NAMES:
+    if rule.signal not in fit_features.FEATURE_NAMES:
         raise ConfigError(f"{source}: field 'rules' names an unknown signal {rule.signal!r}")
     return rule
 
@@ -199,9 +213,21 @@ def load_model(path: Path | str | None = None) -> tuple[LocalFitModel, str]:
     return LocalFitModel.from_dict(data, str(path)), content_hash(data, length=8)
 
 
+_SLOT_PHRASES = {
+    "slot_numbers": ("the amounts differ", "the amounts agree"),
+    "slot_dates": ("the dates differ", "the dates agree"),
+    "slot_names": ("another name in the same place", "the same names"),
+    "slot_roles": ("another role in the same place (or the roles swapped)", "the same roles"),
+    "slot_polarity": ("opposite polarity (allowed / forbidden, or a negation)", "the same polarity"),
+    "echo_mismatch": ("one answer only restates the question", "both answer"),
+    "partial": ("the new answer leaves out part of the reference", "nothing left out"),
+    "translation": ("the same meaning in another language", "the same language"),
+}
+
+
 def describe_signal(name: str, value: float, a: str, b: str) -> str:
     """A short human phrase for one signal's value on the pair ``a`` (old) / ``b`` (new)."""
-    if name in ("number_conflict", "number_gap"):
+    if name in ("number_conflict", "number_gap", "slot_numbers"):
         na, nb = sorted(sig.numbers(a)), sorted(sig.numbers(b))
         return f"numbers {'differ' if value else 'agree'} (old {', '.join(na) or '-'}; new {', '.join(nb) or '-'})"
     if name in ("entity_conflict", "entity_gap"):
@@ -209,6 +235,9 @@ def describe_signal(name: str, value: float, a: str, b: str) -> str:
             (sig.entities(a) - set(sig.answer_tokens(b))) | (sig.entities(b) - set(sig.answer_tokens(a)))
         )
         return f"names {'differ: ' + ', '.join(missing[:4]) if missing else 'agree'}"
+    slot = _SLOT_PHRASES.get(name)
+    if slot is not None:
+        return slot[0] if value else slot[1]
     if name == "date_mismatch":
         return f"dates {'differ' if value else 'agree'}"
     if name == "negation_mismatch":
@@ -226,6 +255,10 @@ def describe_signal(name: str, value: float, a: str, b: str) -> str:
         "length_ratio": "length ratio",
         "question_echo": "share of an answer echoing the question",
         "char_overlap": "character overlap",
+        "recall": "share of the reference's words in the new answer",
+        "novel_recall": "share of the reference's own words (not the question's) in the new answer",
+        "phrase": "one answer inside the other as a phrase",
+        "names_missing": "share of the reference's names missing",
     }
     return f"{labels.get(name, name)} {value:.2f}"
 
@@ -315,10 +348,11 @@ def explain(model: LocalFitModel, fit: Fit, signals: Mapping[str, float], old: s
 
 
 class LocalFitJudge:
-    """The FIT judge without an LLM: signals + logistic regression + two thresholds.
+    """The FIT judge without an LLM: features + logistic regression + rules + two thresholds.
 
     ``embedder``: any embedder from :mod:`ragreplay.local.embeddings` with the name the model was fitted with
     (default: the packaged ``use`` model, loaded on first use). ``model_path``: a model JSON (default: shipped).
+    Every judgment carries a ``best_guess`` (FIT or NO_FIT), also when it is UNSCORABLE.
     """
 
     name = "local:fit"
@@ -332,43 +366,81 @@ class LocalFitJudge:
                 f"{self._embedder.name!r}. Fix: use the {self.model.embedder!r} embedder or refit the model "
                 "with benchmarks/fit_local_judges.py --embedder " + self._embedder.name
             )
-        self._prompt_version = f"local-fit-1.{digest}"
+        self._prompt_version = f"local-fit-2.{digest}"
         self._batcher = BatchingEncoder(self._embedder)
 
     @property
     def prompt_version(self) -> str:
-        """``local-fit-1.<hash of the model JSON>``: a refitted model is a new judge version."""
+        """``local-fit-2.<hash of the model JSON>``: a refitted model is a new judge version."""
         return self._prompt_version
 
     def signals(self, question: str, old: str, new: str) -> dict[str, float]:
-        """All signals for the pair (blocking: embeds both answers in one batch)."""
+        """All features for the pair (blocking: embeds both answers in one batch)."""
         cosine = sig.embedding_cosine(self._embedder, old, new)
-        return sig.compute_signals(question, old, new, cosine)
+        return fit_features.compute(question, old, new, cosine)
 
     def decide(self, question: str, old: str, new: str, signals: Mapping[str, float]) -> Judgment:
-        """The judgment for precomputed ``signals`` of the pair, with the reason naming the signals that decided."""
+        """The judgment for precomputed ``signals`` of the pair, with the reason naming the signals that decided.
+
+        The best guess is the rule's decision when a rule decides, else FIT when ``p >= 0.5``.
+        """
         p = self.model.probability(signals)
         fit = self.model.decide(p)
         rule = self.model.matching_rule(signals, fit)
+        guess = Fit.FIT if p >= 0.5 else Fit.NO_FIT
         if rule is not None:
             fit = rule.fit
+            guess = fit if fit is not Fit.UNSCORABLE else guess
             reason = f"{_VERDICT[fit]} (rule, model p={p:.2f}): {describe_signal(rule.signal, 1.0, old, new)}"
         else:
             reason = f"{_VERDICT[fit]} (p={p:.2f}): " + explain(self.model, fit, signals, old, new)
         raw = json.dumps({"p": round(p, 4), "signals": {k: round(v, 4) for k, v in signals.items()}})
-        return Judgment(fit=fit, reason=reason, judge=self.name, prompt_version=self.prompt_version, raw=raw)
+        return Judgment(
+            fit=fit,
+            best_guess=guess,
+            reason=reason,
+            judge=self.name,
+            prompt_version=self.prompt_version,
+            raw=raw,
+        )
+
+    def _empty(self, old: str, new: str) -> Judgment | None:
+        if new.strip() and old.strip():
+            return None
+        both = not new.strip() and not old.strip()
+        return Judgment(
+            fit=Fit.UNSCORABLE if both else Fit.NO_FIT,
+            best_guess=Fit.FIT if both else Fit.NO_FIT,
+            reason="both answers are empty" if both else "one answer is empty",
+            judge=self.name,
+            prompt_version=self.prompt_version,
+        )
+
+    async def judge_references(
+        self, question: str, references: Sequence[str], new_answer: Answer
+    ) -> Judgment:
+        """Judge ``new_answer`` against each reference on its own; it fits if it fits any (see ``combine``).
+
+        The new answer and every reference are embedded in one batch, merged with concurrent judgments'
+        batches, off the event loop.
+        """
+        new = new_answer.text
+        refs = list(references)
+        vectors = await self._batcher.encode([new, *refs])
+        cosines = [float(np.clip(vectors[0] @ vectors[i], -1.0, 1.0)) for i in range(1, len(refs) + 1)]
+        return await asyncio.to_thread(self._decide_all, question, refs, new, cosines)
+
+    def _decide_all(self, question: str, refs: Sequence[str], new: str, cosines: Sequence[float]) -> Judgment:
+        judgments = [
+            self._empty(old, new)
+            or self.decide(question, old, new, fit_features.compute(question, old, new, c))
+            for old, c in zip(refs, cosines, strict=True)
+        ]
+        return combine(judgments)
 
     async def judge(self, case: Case, question: str, new_answer: Answer) -> Judgment:
-        """Judge whether ``new_answer`` fits ``case.old_answer``.
-
-        Both answers are embedded in one batch, merged with concurrent judgments' batches, off the event loop.
-        """
-        old, new = case.old_answer, new_answer.text
-        if not new.strip() or not old.strip():
-            fit = Fit.UNSCORABLE if not new.strip() and not old.strip() else Fit.NO_FIT
-            reason = "both answers are empty" if fit is Fit.UNSCORABLE else "one answer is empty"
-            return Judgment(fit=fit, reason=reason, judge=self.name, prompt_version=self.prompt_version)
-        vectors = await self._batcher.encode([old, new])
-        cosine = float(np.clip(vectors[0] @ vectors[1], -1.0, 1.0))
-        signals = await asyncio.to_thread(sig.compute_signals, question, old, new, cosine)
-        return self.decide(question, old, new, signals)
+        """Judge whether ``new_answer`` fits ``case.old_answer``."""
+        empty = self._empty(case.old_answer, new_answer.text)
+        if empty is not None:
+            return empty
+        return await self.judge_references(question, [case.old_answer], new_answer)
