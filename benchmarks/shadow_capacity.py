@@ -12,6 +12,11 @@ plus the request's own CPU. Two ways the requests can meet the workers:
   M/M/1 queue with ``rate / workers`` (uvicorn's workers share one listening socket, and connections spread
   over them, not requests). The realistic case for a load balancer with a keep-alive pool.
 
+At concurrency 16 a third bound holds whatever the arrivals: with at most 16 requests in flight spread over
+``workers`` pinned workers, none waits behind more than ``ceil(16 / workers) - 1`` others
+(``added_max_ms_closed_loop_16``, off-path work of requests already answered aside). The open M/M/1 queues of
+``pinned`` assume many clients; with 16 connections they are pessimistic, and meaningless past 16 workers.
+
 Exponential service times overstate the tail of a nearly constant CPU cost (M/D/c waits about half as long),
 so both are on the safe side. Prints one JSON object: what one core sustains at <= ``max_util`` utilisation,
 and for each worker count the utilisation and the added p99 both ways, and the fewest workers that keep the
@@ -63,6 +68,13 @@ def added_p99_ms(cpu_ms: float, rate: float, workers: int, pinned: bool = False)
     return wait * 1000 + cpu_ms
 
 
+def closed_loop_bound_ms(cpu_ms: float, concurrency: int, workers: int) -> float:
+    """The most a request can wait plus run when at most ``concurrency`` requests are in flight, spread evenly
+    over ``workers`` pinned workers: its own CPU and that of every other request on its worker. It leaves out
+    the off-path work (challenger replies, rows) of requests already answered, which can add to it."""
+    return math.ceil(concurrency / workers) * cpu_ms
+
+
 def one_core_sustains(cpu_ms: float, max_util: float = 0.5) -> float:
     """Requests/s one core serves at ``cpu_ms`` each while kept at or below ``max_util`` busy."""
     return max_util * 1000 / cpu_ms
@@ -97,6 +109,7 @@ def model(
                 "utilisation": round(rate * cpu_ms / 1000 / n, 3),
                 "added_p99_ms_pooled": ms(added_p99_ms(cpu_ms, rate, n)),
                 "added_p99_ms_pinned": ms(added_p99_ms(cpu_ms, rate, n, pinned=True)),
+                "added_max_ms_closed_loop_16": round(closed_loop_bound_ms(cpu_ms, 16, n), 2),
             }
             for n in workers
         ],

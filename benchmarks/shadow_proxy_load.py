@@ -14,6 +14,11 @@ the rows in the store are counted. Prints one JSON object (percentiles, requests
 of each process during each path's rounds, the server stack); exits 1 on a champion error or when the rows do
 not add up (rows == (sampled - dropped) * challengers - rows dropped - rows lost).
 
+``--serve-workers N`` starts the proxy as ``ragreplay shadow serve --workers N`` instead (its CPU summed over
+the worker processes; the rows are counted, not checked against counters, which each worker keeps for
+itself). ``--forward-only`` runs the proxy with no mirror; ``--profile FILE`` writes a cProfile (thread CPU
+clock) of the proxy's event loop.
+
 ``--big-mb 15`` adds two paths, ``direct_big`` and ``proxy_big``: the same small requests while another client
 sends one question of that many MB (text the redactor has to scan) down the same path at the start of each of
 their rounds, so "other users' p99 while a large body passes" is ``proxy_big`` against ``proxy`` (and
@@ -173,9 +178,24 @@ def forward_only_app(args: argparse.Namespace) -> Any:
     return app
 
 
-def start(role: str, port: int, *extra: str) -> subprocess.Popen[bytes]:
-    """Start a server process running this script in ``role`` and wait until it answers."""
-    cmd = [sys.executable, __file__, "--role", role, "--port", str(port), *extra]
+def serve_workers(
+    args: argparse.Namespace, port: int, champion_url: str, challenger_url: str, db: str
+) -> subprocess.Popen[bytes]:
+    """The proxy as deployed with workers: ``ragreplay shadow serve --workers N`` (the same settings as the
+    proxy role: one challenger, contexts read, the challenger timeout)."""
+    cmd = [
+        *(sys.executable, "-c", "from ragreplay.cli.app import main; main()"),
+        *("shadow", "serve", "--champion", champion_url),
+        *("--challenger", f"flaky={challenger_url}", "--db", db, "--sample", str(args.rate)),
+        *("--challenger-timeout", str(args.timeout), "--contexts-path", "contexts", "--port", str(port)),
+        *("--workers", str(args.serve_workers)),
+    ]
+    return start("proxy", port, cmd=cmd)
+
+
+def start(role: str, port: int, *extra: str, cmd: list[str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a server process running this script in ``role`` (or ``cmd``) and wait until it answers."""
+    cmd = cmd or [sys.executable, __file__, "--role", role, "--port", str(port), *extra]
     proc = subprocess.Popen(cmd)
     deadline = time.monotonic() + 20
     while True:
@@ -244,6 +264,21 @@ def cpu_s(pid: int | None = None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds used so far by process ``pid`` and the children it has now, and theirs (uvicorn's worker
+    processes under ``ragreplay shadow serve --workers N``)."""
+    total = cpu_s(pid)
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return total
+    for child in children:
+        spent = tree_cpu_s(int(child))
+        if total is not None and spent is not None:
+            total += spent
+    return total
+
+
 def loop_thread_cpu_s(pid: int) -> float | None:
     """CPU seconds used so far by the main thread (the event loop) of process ``pid``; None where /proc is
     missing. The process's total less this is its other threads (the shadow log's writer)."""
@@ -292,6 +327,7 @@ async def measure(
     rounds: int,
     pids: dict[str, int],
     big: bytes = b"",
+    serve_workers: int = 0,
 ) -> dict[str, Any]:
     """Warm up both paths (200 requests each, which also opens the connections), then ``requests`` per path in
     ``rounds`` that alternate direct and proxy, so a burst of background load hits both alike. The two paths
@@ -308,13 +344,14 @@ async def measure(
     }
 
     def snapshot() -> dict[str, float | None]:
-        ours = {**{role: cpu_s(pid) for role, pid in pids.items()}, "client": cpu_s()}
+        ours = {**{role: tree_cpu_s(pid) for role, pid in pids.items()}, "client": cpu_s()}
         busy = machine_busy_s()
         known = [v for v in ours.values() if v is not None]
-        ours["proxy_loop"] = loop_thread_cpu_s(pids["proxy"])  # part of "proxy", not summed again
         # whatever else ran on the machine meanwhile (other jobs, and the PostgreSQL server for a PG store)
         others = None if busy is None or len(known) < len(ours) else busy - sum(known)
-        return {**ours, "others": others}
+        # the proxy's event-loop thread: part of "proxy", not summed again
+        loop = None if serve_workers else loop_thread_cpu_s(pids["proxy"])
+        return {**ours, "proxy_loop": loop, "others": others}
 
     async with client_session(concurrency) as direct, client_session(concurrency) as through:
         both = {"direct": (direct, direct_url), "proxy": (through, proxy_url)}
@@ -389,24 +426,28 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
     ]
     with Store.open(db) as store:  # creates the schema once, before the proxy
         before = store.shadow_rows.count_shadow_rows()
-    proxy = start(
-        "proxy",
-        ports["proxy"],
-        *("--champion", champion_url, "--challenger", f"http://127.0.0.1:{ports['challenger']}"),
-        *(
-            "--db",
-            db,
-            "--rate",
-            str(args.rate),
-            "--timeout",
-            str(args.timeout),
-            "--stack",
-            args.stack,
-            "--stats-file",
-            str(stats_file),
-        ),
-        *(["--forward-only"] if args.forward_only else []),
-        *(["--profile", args.profile] if args.profile else []),
+    proxy = (
+        serve_workers(args, ports["proxy"], champion_url, f"http://127.0.0.1:{ports['challenger']}", db)
+        if args.serve_workers
+        else start(
+            "proxy",
+            ports["proxy"],
+            *("--champion", champion_url, "--challenger", f"http://127.0.0.1:{ports['challenger']}"),
+            *(
+                "--db",
+                db,
+                "--rate",
+                str(args.rate),
+                "--timeout",
+                str(args.timeout),
+                "--stack",
+                args.stack,
+                "--stats-file",
+                str(stats_file),
+            ),
+            *(["--forward-only"] if args.forward_only else []),
+            *(["--profile", args.profile] if args.profile else []),
+        )
     )
     try:
         pids = {"proxy": proxy.pid, "champion": procs[0].pid, "challenger": procs[1].pid}
@@ -420,6 +461,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
                     args.rounds,
                     pids,
                     big_body(args.big_mb) if args.big_mb else b"",
+                    args.serve_workers,
                 )
             )
         direct, through = measured["latencies"]["direct"], measured["latencies"]["proxy"]
@@ -430,11 +472,15 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    stats = json.loads(stats_file.read_text())
     with Store.open(db) as store:
         stored = store.shadow_rows.count_shadow_rows() - before
-    # one challenger: one row per shadowed request
-    expected_rows = (stats["sampled"] - stats["dropped"]) - stats["rows_dropped"] - stats["rows_lost"]
+    if args.serve_workers:  # each worker keeps its own counters: only the rows can be counted
+        stats: dict[str, Any] = {"rows_written": stored, "workers": args.serve_workers}
+        expected_rows = stored
+    else:
+        stats = json.loads(stats_file.read_text())
+        # one challenger: one row per shadowed request
+        expected_rows = (stats["sampled"] - stats["dropped"]) - stats["rows_dropped"] - stats["rows_lost"]
     p50_d, p99_d, p50_p, p99_p = pct(direct, 0.5), pct(direct, 0.99), pct(through, 0.5), pct(through, 0.99)
     big: dict[str, Any] = {}
     if args.big_mb:
@@ -515,6 +561,12 @@ def main() -> None:
     parser.add_argument("--stats-file", help=argparse.SUPPRESS)
     parser.add_argument(
         "--forward-only", action="store_true", help="the proxy without a mirror: forwarding alone, no shadow"
+    )
+    parser.add_argument(
+        "--serve-workers",
+        type=int,
+        default=0,
+        help="run the proxy as `ragreplay shadow serve --workers N` (rows counted, not checked against counters)",
     )
     parser.add_argument(
         "--profile", default="", help="write a cProfile of the proxy's event-loop thread to this file"

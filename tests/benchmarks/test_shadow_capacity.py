@@ -58,3 +58,10 @@ def test_workers_needed_and_one_core(cap: ModuleType) -> None:
     table = cap.model(0.75, 2700, [1, 4])
     assert table["by_workers"][0]["added_p99_ms_pooled"] is None  # 2.0 cores of work on one: unstable
     assert table["workers_needed_pooled"] == n
+    assert table["by_workers"][1]["added_max_ms_closed_loop_16"] == pytest.approx(3.0)  # 4 per worker
+
+
+def test_closed_loop_bound(cap: ModuleType) -> None:
+    assert cap.closed_loop_bound_ms(0.75, 16, 1) == pytest.approx(12.0)  # behind all 15 others
+    assert cap.closed_loop_bound_ms(0.75, 16, 3) == pytest.approx(4.5)  # 6, 5 and 5 connections
+    assert cap.closed_loop_bound_ms(0.75, 16, 16) == pytest.approx(0.75)
