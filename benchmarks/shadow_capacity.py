@@ -75,6 +75,70 @@ def closed_loop_bound_ms(cpu_ms: float, concurrency: int, workers: int) -> float
     return math.ceil(concurrency / workers) * cpu_ms
 
 
+def simulate_closed_loop(
+    on_path_ms: float,
+    off_path_ms: float,
+    workers: int,
+    concurrency: int = 16,
+    champion_ms: float = 5.0,
+    challenger_ms: float = 20.0,
+    requests: int = 40_000,
+    seed: int = 12,
+) -> tuple[float, float]:
+    """The added p99 (ms) and the requests/s carried, in a discrete-event simulation of the load harness with
+    ``workers`` pinned workers: ``concurrency`` clients, each sending its next request as soon as the last is
+    answered, their connections spread round-robin over the workers. A worker is one event loop: it runs one piece
+    of work at a time, in the order they came. A request's ``on_path_ms`` runs before it reaches the champion (who
+    answers after ``champion_ms``, on cores of its own); its ``off_path_ms`` (the shadow's share) runs in two halves
+    on the same worker, one when the response is out (the mirror) and one ``challenger_ms`` later (the challenger's
+    reply and the row), delaying whoever is queued behind them. Every CPU cost is drawn exponential with those means
+    (as in the M/M/c model, on the safe side), and the champion takes ``champion_ms`` plus an exponential extra of 1
+    ms on average (the direct path's spread in the load runs); without that spread the clients fall into lock-step
+    and hardly ever queue."""
+    import heapq
+    import random
+
+    rng = random.Random(seed)
+
+    def cost(mean: float) -> float:
+        return rng.expovariate(1 / mean) if mean > 0 else 0.0
+
+    free_at = [0.0] * workers  # when each worker's queue of accepted work ends
+    events: list[tuple[float, int, int, str]] = []  # (time, order, client, kind)
+    order = 0
+
+    def push(at: float, client: int, kind: str) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(events, (at, order, client, kind))
+
+    for client in range(concurrency):
+        push(client * 0.01, client, "send")
+    added: list[float] = []
+    sent_at = [0.0] * concurrency
+    extra = [0.0] * concurrency
+    while len(added) < requests:
+        at, _, client, kind = heapq.heappop(events)
+        worker = client % workers
+        if kind == "send":
+            sent_at[client] = at
+            done = max(at, free_at[worker]) + cost(on_path_ms)
+            free_at[worker] = done
+            extra[client] = cost(1.0)  # the champion's own spread: on the direct path too, so not added
+            push(done + champion_ms + extra[client], client, "answered")
+        elif kind == "answered":
+            added.append(at - sent_at[client] - champion_ms - extra[client])
+            free_at[worker] = max(at, free_at[worker]) + cost(
+                off_path_ms / 2
+            )  # the mirror, after the response
+            push(at + challenger_ms, client, "challenger")
+            push(at, client, "send")  # the client's next request, at once
+        else:  # the challenger answered: its reply and the row
+            free_at[worker] = max(at, free_at[worker]) + cost(off_path_ms / 2)
+    added.sort()
+    return added[int(0.99 * len(added))], len(added) / at * 1000
+
+
 def one_core_sustains(cpu_ms: float, max_util: float = 0.5) -> float:
     """Requests/s one core serves at ``cpu_ms`` each while kept at or below ``max_util`` busy."""
     return max_util * 1000 / cpu_ms
@@ -90,10 +154,23 @@ def workers_needed(
     return None
 
 
+def _simulated(on_path_ms: float | None, cpu_ms: float, workers: int) -> dict[str, float]:
+    if on_path_ms is None:
+        return {}
+    p99, carried = simulate_closed_loop(min(on_path_ms, cpu_ms), max(cpu_ms - on_path_ms, 0.0), workers)
+    return {"added_p99_ms_simulated_16": round(p99, 2), "simulated_per_s": round(carried)}
+
+
 def model(
-    cpu_ms: float, rate: float, workers: list[int], target_ms: float = 5.0, max_util: float = 0.5
+    cpu_ms: float,
+    rate: float,
+    workers: list[int],
+    target_ms: float = 5.0,
+    max_util: float = 0.5,
+    on_path_ms: float | None = None,
 ) -> dict[str, Any]:
-    """The whole table for one CPU cost and arrival rate."""
+    """The whole table for one CPU cost and arrival rate; with ``on_path_ms`` (the part of ``cpu_ms`` before
+    the champion is asked) also the closed-loop simulation at concurrency 16."""
 
     def ms(value: float) -> float | None:
         return None if math.isinf(value) else round(value, 2)
@@ -110,6 +187,7 @@ def model(
                 "added_p99_ms_pooled": ms(added_p99_ms(cpu_ms, rate, n)),
                 "added_p99_ms_pinned": ms(added_p99_ms(cpu_ms, rate, n, pinned=True)),
                 "added_max_ms_closed_loop_16": round(closed_loop_bound_ms(cpu_ms, 16, n), 2),
+                **_simulated(on_path_ms, cpu_ms, n),
             }
             for n in workers
         ],
@@ -127,8 +205,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8])
     parser.add_argument("--target-ms", type=float, default=5.0)
     parser.add_argument("--max-util", type=float, default=0.5)
+    parser.add_argument(
+        "--on-path-ms",
+        type=float,
+        default=None,
+        help="the part of the CPU before the champion is asked (the forward): also simulate the closed loop",
+    )
     args = parser.parse_args()
-    out = [model(c, args.rate, args.workers, args.target_ms, args.max_util) for c in args.cpu_ms]
+    out = [
+        model(c, args.rate, args.workers, args.target_ms, args.max_util, args.on_path_ms) for c in args.cpu_ms
+    ]
     print(json.dumps(out if len(out) > 1 else out[0], indent=2))
 
 

@@ -65,3 +65,18 @@ def test_closed_loop_bound(cap: ModuleType) -> None:
     assert cap.closed_loop_bound_ms(0.75, 16, 1) == pytest.approx(12.0)  # behind all 15 others
     assert cap.closed_loop_bound_ms(0.75, 16, 3) == pytest.approx(4.5)  # 6, 5 and 5 connections
     assert cap.closed_loop_bound_ms(0.75, 16, 16) == pytest.approx(0.75)
+
+
+def test_closed_loop_simulation(cap: ModuleType) -> None:
+    # a worker per client and no shadow work: nobody waits, the added p99 is the on-path cost's own p99
+    # (exponential with mean 0.1 ms: ln(100) * 0.1 = 0.46 ms)
+    p99, _ = cap.simulate_closed_loop(0.1, 0.0, 16)
+    assert p99 == pytest.approx(0.1 * math.log(100), rel=0.1)
+    # one worker with 2 ms of work per request saturates at 500 requests/s, whatever the clients
+    _, carried = cap.simulate_closed_loop(1.0, 1.0, 1)
+    assert carried == pytest.approx(500, rel=0.05)
+    # more workers, less added latency
+    p99s = [cap.simulate_closed_loop(0.35, 0.4, n, requests=10_000)[0] for n in (1, 2, 4)]
+    assert p99s[0] > p99s[1] > p99s[2]
+    table = cap.model(0.75, 2700, [3], on_path_ms=0.35)
+    assert table["by_workers"][0]["added_p99_ms_simulated_16"] < 5.0
