@@ -1,0 +1,92 @@
+"""Lexical overlap between an answer and its reference(s): BLEU (sacrebleu), ROUGE-L (rouge-score, with a
+tokenizer that keeps non-Latin text), SQuAD token F1 and exact match (the judges' own normalisation).
+
+rouge-score's default tokenizer lower-cases and keeps only ``[a-z0-9]``, so a Dutch "één" loses its letters and a
+Chinese or Greek answer scores 0 against itself; :class:`UnicodeTokenizer` keeps every letter and digit, splits
+scripts written without spaces (CJK, Thai) into characters, and agrees with the default on plain ASCII text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from ragreplay.judges.signals import exact_match, token_f1
+
+__all__ = ["UnicodeTokenizer", "bleu", "corpus_bleu", "exact_match", "rouge_l", "token_f1"]
+
+_WORDS = re.compile(r"[^\W_]+")
+_UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+class UnicodeTokenizer:
+    """Lower-cased runs of letters and digits in any script; characters of scripts written without spaces
+    are tokens of their own. Has rouge-score's tokenizer interface (``tokenize``)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text``."""
+        tokens: list[str] = []
+        for run in _WORDS.findall(unicodedata.normalize("NFKC", text).lower()):
+            if _UNSPACED.search(run):
+                tokens.extend(_split_unspaced(run))
+            else:
+                tokens.append(run)
+        return tokens
+
+
+def _split_unspaced(run: str) -> list[str]:
+    out: list[str] = []
+    latin = ""
+    for ch in run:
+        if _UNSPACED.match(ch):
+            if latin:
+                out.append(latin)
+                latin = ""
+            out.append(ch)
+        else:
+            latin += ch
+    if latin:
+        out.append(latin)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _rouge_scorer() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
+
+
+def rouge_l(candidate: str, references: str | Sequence[str]) -> float:
+    """ROUGE-L F-measure of ``candidate`` against the best of ``references`` (0..1)."""
+    refs = [references] if isinstance(references, str) else list(references)
+    if not refs:
+        raise ValueError("rouge_l needs at least one reference")
+    scorer = _rouge_scorer()
+    return max(float(scorer.score(ref, candidate)["rougeL"].fmeasure) for ref in refs)
+
+
+def bleu(candidate: str, references: str | Sequence[str], tokenize: str = "13a") -> float:
+    """Sentence BLEU of ``candidate`` against ``references`` on sacrebleu's 0-100 scale (``tokenize``: any
+    sacrebleu tokenizer, e.g. ``intl`` for non-Latin scripts, ``zh`` for Chinese)."""
+    from sacrebleu.metrics.bleu import BLEU
+
+    refs = [references] if isinstance(references, str) else list(references)
+    if not refs:
+        raise ValueError("bleu needs at least one reference")
+    return float(BLEU(tokenize=tokenize, effective_order=True).sentence_score(candidate, refs).score)
+
+
+def corpus_bleu(
+    candidates: Sequence[str], references: Sequence[Sequence[str]], tokenize: str = "13a"
+) -> float:
+    """Corpus BLEU (0-100) of ``candidates`` against one list of references per candidate (equal counts)."""
+    import sacrebleu
+
+    if not references or any(len(r) != len(references[0]) for r in references):
+        raise ValueError("corpus_bleu needs the same number of references for every candidate")
+    streams = [list(stream) for stream in zip(*references, strict=True)]
+    return float(sacrebleu.corpus_bleu(list(candidates), streams, tokenize=tokenize).score)

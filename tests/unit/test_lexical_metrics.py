@@ -1,0 +1,55 @@
+"""Lexical metrics: BLEU through sacrebleu, ROUGE-L through rouge-score with a tokenizer that keeps non-Latin
+text (the same as rouge-score's own on ASCII text), token F1 and exact match."""
+
+from __future__ import annotations
+
+import pytest
+import sacrebleu
+from rouge_score import rouge_scorer
+
+from ragreplay.metrics.lexical import UnicodeTokenizer, bleu, corpus_bleu, exact_match, rouge_l, token_f1
+
+LATIN = [
+    ("The cat sat on the mat today.", "the cat is on the mat"),
+    ("You get 25 days of leave per year, pro rata for part-timers.", "Part-timers get 25 days pro rata."),
+    ("Ask HR before the 1st of March.", "Your manager approves it before 1 March."),
+    ("no overlap at all", "something else entirely"),
+]
+
+
+@pytest.mark.parametrize(("candidate", "reference"), LATIN)
+def test_rouge_l_agrees_with_rouge_score_on_ascii_text(candidate: str, reference: str) -> None:
+    default = rouge_scorer.RougeScorer(["rougeL"]).score(reference, candidate)["rougeL"].fmeasure
+    assert rouge_l(candidate, reference) == pytest.approx(default, abs=1e-12)
+
+
+def test_non_latin_text_is_kept() -> None:
+    default = rouge_scorer.RougeScorer(["rougeL"])
+    for text in ("Όλοι οι εργαζόμενοι δικαιούνται άδεια", "所有员工都有年假", "één keer per jaar"):
+        assert rouge_l(text, text) == 1.0
+    assert default.score("所有员工都有年假", "所有员工都有年假")["rougeL"].fmeasure == 0.0  # why ours exists
+    assert UnicodeTokenizer().tokenize("Café 所有 ok2") == ["café", "所", "有", "ok2"]
+    assert 0 < rouge_l("所有员工都有年假", "员工有年假") < 1
+
+
+def test_rouge_l_takes_the_best_reference() -> None:
+    assert rouge_l("the cat sat", ["a dog ran", "the cat sat"]) == 1.0
+    with pytest.raises(ValueError):
+        rouge_l("x", [])
+
+
+def test_bleu_is_sacrebleus() -> None:
+    for candidate, reference in LATIN:
+        expected = sacrebleu.sentence_bleu(candidate, [reference]).score
+        assert bleu(candidate, reference) == pytest.approx(expected, abs=1e-9)
+    candidates = [c for c, _ in LATIN]
+    refs = [[r] for _, r in LATIN]
+    assert corpus_bleu(candidates, refs) == pytest.approx(
+        sacrebleu.corpus_bleu(candidates, [[r for _, r in LATIN]]).score, abs=1e-9
+    )
+    assert bleu("the cat sat on the mat", "the cat sat on the mat") == pytest.approx(100.0)
+
+
+def test_token_f1_and_exact_match() -> None:
+    assert token_f1("The 25 days.", "25 days") == 1.0 and exact_match("The 25 days.", "25 days")
+    assert token_f1("25 days", "30 days") == 0.5 and not exact_match("25 days", "30 days")
