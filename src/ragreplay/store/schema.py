@@ -7,6 +7,7 @@ tables lives, frozen, in :mod:`ragreplay.store.migrations`; a test checks that b
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -63,7 +64,9 @@ class StorableText(TypeDecorator[str]):
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
         """Replace what cannot be stored."""
-        return None if value is None else storable_text(value)[0]
+        if value is None or (value.isascii() and "\x00" not in value):
+            return value  # the common case, without a call: this runs for every text parameter written
+        return storable_text(value)[0]
 
 
 # Ids compare byte-wise on both backends ("C" collation on PostgreSQL, SQLite's default BINARY), so every
@@ -77,7 +80,9 @@ def to_json(model: BaseModel | None) -> str | None:
 
 
 def dumps(value: Any) -> str:
-    """Canonical JSON text of plain data."""
+    """Canonical JSON text of plain data (any mapping is written as a dict)."""
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        value = dict(value)
     return canonical_json(value)
 
 
