@@ -4,6 +4,7 @@
     python benchmarks/replay_scale.py efficiency --cases 2000 --concurrency 16 32 64 --latency-ms 100
     python benchmarks/replay_scale.py memory --cases 2000 20000                  # peak RSS of a whole run
     python benchmarks/replay_scale.py startup                                    # `ragreplay --help`
+    python benchmarks/replay_scale.py profile --cases 2000 --concurrency 64      # where the client's CPU goes
 
 CPU is the client process's CPU time (``time.process_time``: every thread, the writer's too), which other load
 on the machine barely changes; wall-clock figures (efficiency) do change with it. The memory figure is the peak
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import pstats
 import resource
 import subprocess
 import sys
@@ -29,6 +32,7 @@ from ragreplay.providers.pricing import Price
 from ragreplay.replay.replay_run import case_selection, replay, summarize_run
 from ragreplay.settings import Settings
 from ragreplay.store import Store
+from ragreplay.store.batch import WriteBatch
 from ragreplay.targets.fake import FakeTarget
 from replay_throughput import mock_requests, start_mock, synthetic_items
 
@@ -116,6 +120,84 @@ def efficiency(n_cases: int, concurrencies: list[int], latency_ms: float) -> Non
         )
 
 
+PROFILE_GROUPS = (
+    ("aiohttp", ("aiohttp/", "multidict/", "yarl/")),
+    ("asyncio (event loop, tasks)", ("asyncio/", "selectors.py")),
+    ("json", ("json/",)),
+    ("pydantic", ("pydantic/", "pydantic_core")),
+    ("sqlalchemy", ("sqlalchemy/",)),
+    ("sqlite3", ("sqlite3",)),
+    ("hashlib", ("hashlib", "openssl_")),
+    ("logging", ("logging/",)),
+    ("ragreplay: providers", ("ragreplay/providers/",)),
+    ("ragreplay: jobs", ("ragreplay/jobs/",)),
+    ("ragreplay: store", ("ragreplay/store/",)),
+    ("ragreplay: replay, judges, targets, core", ("ragreplay/",)),
+)
+
+
+def profile_groups(stats: pstats.Stats) -> dict[str, float]:
+    """Own CPU seconds (``tottime``) per group of :data:`PROFILE_GROUPS`; the rest is "other"."""
+    groups: dict[str, float] = {}
+    for (path, _, func), row in stats.stats.items():  # type: ignore[attr-defined]
+        where = f"{path}:{func}"
+        name = next((g for g, marks in PROFILE_GROUPS if any(m in where for m in marks)), "other")
+        groups[name] = groups.get(name, 0.0) + row[2]
+    return groups
+
+
+def profile(n_cases: int, concurrency: int, top: int) -> None:
+    """One cold run against the mock at 0 ms under cProfile: the event loop's thread profiled with its own CPU
+    clock (``time.thread_time``), the writer's thread with its own, so the split adds up to process CPU."""
+    base_url, mock = start_mock(0)
+    writer_profile = cProfile.Profile(time.thread_time)
+    apply_batch = Store.write_batch
+
+    def profiled_write_batch(self: Store, batch: WriteBatch) -> object:
+        writer_profile.enable()
+        try:
+            return apply_batch(self, batch)
+        finally:
+            writer_profile.disable()
+
+    Store.write_batch = profiled_write_batch  # type: ignore[method-assign,assignment]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = str(Path(tmp) / "bench.db")
+            fill(db, n_cases)
+            store = Store.open(db)
+            loop_profile = cProfile.Profile(time.thread_time)
+            cpu0 = time.process_time()
+            try:
+                loop_profile.enable()
+                _, n = asyncio.run(replay_cold(store, base_url, concurrency, "bench-profile"))
+                loop_profile.disable()
+            finally:
+                store.close()
+            used = time.process_time() - cpu0
+    finally:
+        Store.write_batch = apply_batch  # type: ignore[method-assign]
+        mock.terminate()
+        mock.wait(10)
+    loop_stats = pstats.Stats(loop_profile)
+    writer_stats = pstats.Stats(writer_profile)
+    loop_s = sum(row[2] for row in loop_stats.stats.values())  # type: ignore[attr-defined]
+    writer_s = sum(row[2] for row in writer_stats.stats.values())  # type: ignore[attr-defined]
+    print(
+        f"{n} cases, concurrency {concurrency}: process CPU {used:.2f} s under the profiler "
+        f"(event loop thread {loop_s:.2f} s, writer thread {writer_s:.2f} s)\n"
+    )
+    print("| thread | group | CPU (s) | ms per case |")
+    print("|---|---|---:|---:|")
+    for thread, stats in (("event loop", loop_stats), ("writer", writer_stats)):
+        for name, seconds in sorted(profile_groups(stats).items(), key=lambda kv: -kv[1]):
+            if seconds >= 0.005:
+                print(f"| {thread} | {name} | {seconds:.2f} | {seconds / n * 1000:.3f} |")
+    if top:
+        for stats in (loop_stats, writer_stats):
+            stats.sort_stats("tottime").print_stats(top)
+
+
 def memory_child(db: str) -> None:
     """What `ragreplay run` does, on a filled store; prints the process's peak RSS in MB."""
     from ragreplay.report.terminal import build_renderable
@@ -199,6 +281,10 @@ def main() -> None:
     p_mem.add_argument("--cases", type=int, nargs="+", default=[2000, 20000])
     p_child = sub.add_parser("memory-child")
     p_child.add_argument("db")
+    p_prof = sub.add_parser("profile")
+    p_prof.add_argument("--cases", type=int, default=2000)
+    p_prof.add_argument("--concurrency", type=int, default=64)
+    p_prof.add_argument("--top", type=int, default=0, help="also print the top N functions of each thread")
     p_start = sub.add_parser("startup")
     p_start.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -208,6 +294,8 @@ def main() -> None:
         efficiency(args.cases, args.concurrency, args.latency_ms)
     elif args.what == "memory":
         memory(args.cases)
+    elif args.what == "profile":
+        profile(args.cases, args.concurrency, args.top)
     elif args.what == "memory-child":
         memory_child(args.db)
     else:

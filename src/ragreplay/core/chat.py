@@ -52,7 +52,7 @@ class ChatRequest(BaseModel):
     def cache_payload(self) -> dict[str, Any]:
         """The parts of the request that change the answer."""
         payload: dict[str, Any] = {
-            "messages": [m.model_dump() for m in self.messages],
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],  # = model_dump()
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,

@@ -63,7 +63,9 @@ def _number(raw: str | None) -> float | None:
 
 def read_rate_limit(headers: Mapping[str, str]) -> RateLimitInfo | None:
     """The request limit the headers report (names in any case), or ``None`` when they report none of it."""
-    lowered = {k.lower(): v for k, v in headers.items()}
+    lowered = {k.lower(): v for k, v in headers.items() if k[:12].lower() == "x-ratelimit-"}
+    if not lowered:  # most endpoints send none: nothing to build
+        return None
     info = RateLimitInfo(
         limit=_number(lowered.get("x-ratelimit-limit-requests")),
         remaining=_number(lowered.get("x-ratelimit-remaining-requests")),

@@ -16,7 +16,7 @@ from typing import Literal, get_args
 from pydantic import ValidationError
 
 from ragreplay.core.chat import ChatRequest, ChatResponse
-from ragreplay.core.ids import canonical_json
+from ragreplay.core.ids import CanonicalDict, canonical_json
 from ragreplay.ports import CacheBackend, ChatModel
 
 CacheMode = Literal["read-write", "read-only", "off"]
@@ -27,8 +27,14 @@ log = logging.getLogger(__name__)
 
 def cache_key(model_name: str, request: ChatRequest) -> str:
     """Hex SHA-256 identifying ``request`` sent to ``model_name`` (hints and task are not part of it)."""
-    payload = {"model": model_name, "request": request.cache_payload()}
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return _key(model_name, CanonicalDict(request.cache_payload()))
+
+
+def _key(model_name: str, payload: CanonicalDict) -> str:
+    # The canonical JSON of {"model": model_name, "request": payload} (its keys sorted), with the payload's
+    # text made once: the same text is stored with the entry.
+    text = f'{{"model":{canonical_json(model_name)},"request":{payload.canonical}}}'
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _as_hit(response: ChatResponse) -> ChatResponse:
@@ -68,9 +74,9 @@ class CachedModel:
             log.warning("ignoring unreadable cache entry %s for %s", key[:12], self.name)
             return None
 
-    def _store(self, key: str, request: ChatRequest, response: ChatResponse) -> None:
+    def _store(self, key: str, payload: CanonicalDict, response: ChatResponse) -> None:
         try:
-            self.backend.cache_put(key, self.name, request.cache_payload(), response.model_dump(mode="json"))
+            self.backend.cache_put(key, self.name, payload, response.model_dump(mode="json"))
         except Exception:
             # The answer is good and paid for; failing the call would only make the caller pay again.
             log.warning("could not store a cache entry for %s", self.name, exc_info=True)
@@ -79,7 +85,8 @@ class CachedModel:
         """A cached response when there is one, else the wrapped model's (stored in read-write mode)."""
         if self.mode == "off":
             return await self.inner.complete(request)
-        key = cache_key(self.name, request)
+        payload = CanonicalDict(request.cache_payload())
+        key = _key(self.name, payload)
         while True:
             hit = self._lookup(key)
             if hit is not None:
@@ -96,23 +103,24 @@ class CachedModel:
                 raise
             self.hits += 1
             return _as_hit(shared)
-        return await self._lead(key, request)
+        return await self._lead(key, payload, request)
 
-    async def _lead(self, key: str, request: ChatRequest) -> ChatResponse:
+    async def _lead(self, key: str, payload: CanonicalDict, request: ChatRequest) -> ChatResponse:
         future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
-        # Mark the outcome retrieved so an error nobody else awaited is not reported as "never retrieved".
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._inflight[key] = future
         self.misses += 1
         try:
             response = await self.inner.complete(request)
             if self.mode == "read-write":
-                self._store(key, request, response)
+                self._store(key, payload, response)
         except asyncio.CancelledError:
             future.cancel()
             raise
         except BaseException as exc:
             future.set_exception(exc)
+            # Marked retrieved at once (no done callback to schedule): an error nobody else awaited is not
+            # reported as "never retrieved"; followers awaiting it still get it.
+            future.exception()
             raise
         else:
             future.set_result(response)

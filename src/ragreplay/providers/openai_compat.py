@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
+from pydantic_core import from_json, to_json
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
@@ -254,7 +255,9 @@ class OpenAICompatModel:
     async def _send(self, request: ChatRequest, reply_format: int) -> ChatResponse:
         client = self._client
         session = client if isinstance(client, aiohttp.ClientSession) else await client.get()
-        data = json.dumps(self.request_body(request, reply_format)).encode()
+        data = to_json(
+            self.request_body(request, reply_format)
+        )  # pydantic-core's encoder: a third of json's CPU
         started = time.perf_counter()
         try:
             async with session.post(
@@ -309,7 +312,7 @@ class OpenAICompatModel:
         self, status: int, body: bytes, latency_ms: float, rate_limit: RateLimitInfo | None
     ) -> ChatResponse:
         try:
-            data = json.loads(body)
+            data = from_json(body)
             content = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ProviderError(
@@ -325,17 +328,19 @@ class OpenAICompatModel:
                 status=status,
             )
         usage_raw = data.get("usage") or {}
-        usage = TokenUsage(
+        # Every field is of its type already (ints, floats, str): constructed without a second validation.
+        usage = TokenUsage.model_construct(
             input=int(usage_raw.get("prompt_tokens") or 0),
             output=int(usage_raw.get("completion_tokens") or 0),
         )
-        cost = self.price.cost(usage) if self.price is not None else 0.0
-        return ChatResponse(
+        cost = float(self.price.cost(usage)) if self.price is not None else 0.0
+        return ChatResponse.model_construct(
             text=content,
             model=str(data.get("model") or self.model),
             usage=usage,
             cost_usd=cost,
             latency_ms=latency_ms,
+            cached=False,
             rate_limit=rate_limit,
         )
 

@@ -86,8 +86,8 @@ class BatchWriter(StoreBase):
             e.key: {
                 "key": e.key,
                 "model": e.model,
-                "request": dumps(dict(e.request)),
-                "response": dumps(dict(e.response)),
+                "request": dumps(e.request),
+                "response": dumps(e.response),
                 "created_at": now,
             }
             for e in reversed(batch.cache)

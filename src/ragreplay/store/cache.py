@@ -32,8 +32,8 @@ class CacheRepository(StoreBase):
         row = {
             "key": key,
             "model": model,
-            "request": dumps(dict(request)),
-            "response": dumps(dict(response)),
+            "request": dumps(request),
+            "response": dumps(response),
             "created_at": datetime.now(UTC),
         }
         with self._write() as conn:
