@@ -328,19 +328,18 @@ class OpenAICompatModel:
                 status=status,
             )
         usage_raw = data.get("usage") or {}
-        # Every field is of its type already (ints, floats, str): constructed without a second validation.
-        usage = TokenUsage.model_construct(
+        # Validated construction: pydantic-core's validation costs less than model_construct's Python here.
+        usage = TokenUsage(
             input=int(usage_raw.get("prompt_tokens") or 0),
             output=int(usage_raw.get("completion_tokens") or 0),
         )
-        cost = float(self.price.cost(usage)) if self.price is not None else 0.0
-        return ChatResponse.model_construct(
+        cost = self.price.cost(usage) if self.price is not None else 0.0
+        return ChatResponse(
             text=content,
             model=str(data.get("model") or self.model),
             usage=usage,
             cost_usd=cost,
             latency_ms=latency_ms,
-            cached=False,
             rate_limit=rate_limit,
         )
 
