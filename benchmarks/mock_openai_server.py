@@ -12,6 +12,14 @@ carries ``x-ratelimit-limit-requests``, ``x-ratelimit-remaining-requests`` and `
 (time until the bucket is full again, as ``350ms``) unless ``--no-ratelimit-headers``. ``--error-rate P``
 answers that share of the admitted requests with a 500, at random (``--seed``).
 
+``POST /v1/embeddings`` answers with deterministic vectors (64 dimensions, words hashed into buckets, unit
+length; ``encoding_format: base64`` as the OpenAI client asks by default), under the same limit, 500s and
+latency. RAGAS's prompts (``benchmarks/ragas_run.py``) get canned replies of the JSON shape each expects,
+recognised by the instruction's words and built from the prompt's ``input:`` JSON: statements split from the
+answer at sentence ends, every statement faithful (verdict 1), every answer statement a true positive.
+``/stats`` also counts, per client (the ``User-Agent`` up to its first ``/``), the requests answered, the
+words they sent (prompt or embedding input, split on whitespace) and the requests by prompt kind.
+
 Run it:  python benchmarks/mock_openai_server.py --port 8000 --latency-ms 100
 From Python:  base_url, stop = run_in_thread(port=0, latency_ms=20); ...; stop()
 """
@@ -20,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
 import json
 import math
 import random
@@ -28,6 +38,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from struct import pack
 from typing import Any
 
 import uvicorn
@@ -67,8 +78,17 @@ class MockStats:
     json_mode: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    embeddings: int = 0
     last_body: dict[str, Any] | None = None
     last_headers: dict[str, str] = field(default_factory=dict)
+    clients: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def count(self, client: str, kind: str, words: int) -> None:
+        """One answered request of ``client``: its words sent and its prompt kind."""
+        seen = self.clients.setdefault(client, {"requests": 0, "words": 0, "kinds": {}})
+        seen["requests"] += 1
+        seen["words"] += words
+        seen["kinds"][kind] = seen["kinds"].get(kind, 0) + 1
 
 
 def _last_user(messages: list[dict[str, Any]]) -> str:
@@ -76,10 +96,74 @@ def _last_user(messages: list[dict[str, Any]]) -> str:
     return users[-1] if users else ""
 
 
+# RAGAS 0.4's prompts (ragas/metrics/_faithfulness.py, _answer_correctness.py): words of each instruction
+RAGAS_KINDS = {
+    "ragas_statements": "break down each sentence into one or more fully understandable statements",
+    "ragas_nli": "judge the faithfulness of a series of statements based on a given context",
+    "ragas_correctness": "classify them in one of the following categories: tp (true positive)",
+}
+
+
+def prompt_kind(messages: list[dict[str, Any]]) -> str:
+    """Which prompt ``messages`` are: a RAGAS kind, ``pairwise``, ``rewrite``, ``judge`` or ``answer``."""
+    text = " ".join(str(m.get("content", "")) for m in messages).lower()
+    for kind, words in RAGAS_KINDS.items():
+        if words in text:
+            return kind
+    if '"winner"' in text:
+        return "pairwise"
+    if "standalone" in text:
+        return "rewrite"
+    if "verdict" in text:
+        return "judge"
+    return "answer"
+
+
+def _ragas_input(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON after the prompt's last ``input:`` (PydanticPrompt.to_string ends ``input: {...}\nOutput: ``)."""
+    text = " ".join(str(m.get("content", "")) for m in messages)
+    tail = text[text.lower().rfind("input: ") + len("input: ") :]
+    tail = tail[: tail.rfind("Output:")] if "Output:" in tail else tail
+    try:
+        data = json.loads(tail.strip())
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _sentences(text: str) -> list[str]:
+    return [part.strip() for part in re.split(r"(?<=[.!?])\s+", text.strip()) if part.strip()] or [text]
+
+
+def ragas_reply(kind: str, messages: list[dict[str, Any]]) -> str:
+    """The canned JSON for a RAGAS prompt of ``kind``, in the shape its output model expects."""
+    data = _ragas_input(messages)
+    if kind == "ragas_statements":
+        return json.dumps({"statements": _sentences(str(data.get("answer", "")))})
+    if kind == "ragas_nli":
+        statements = [str(s) for s in data.get("statements", [])]
+        verdicts = [{"statement": s, "reason": "mock", "verdict": 1} for s in statements]
+        return json.dumps({"statements": verdicts})
+    answer = [str(s) for s in data.get("answer", [])]
+    return json.dumps({"TP": [{"statement": s, "reason": "mock"} for s in answer], "FP": [], "FN": []})
+
+
+def embedding_for(text: str, dims: int = 64) -> list[float]:
+    """A deterministic unit vector: each word adds 1 to a bucket chosen by its hash."""
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()) or [""]:
+        vector[int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big") % dims] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
 def reply_for(messages: list[dict[str, Any]]) -> str:
     """The deterministic reply to ``messages``."""
     text = " ".join(str(m.get("content", "")) for m in messages).lower()
     last_user = _last_user(messages)
+    kind = prompt_kind(messages)
+    if kind.startswith("ragas_"):
+        return ragas_reply(kind, messages)
     if '"winner"' in text:  # the pairwise judge's prompt: A wins, both scored
         scores = {"groundedness": 4, "completeness": 4, "directness": 4, "recency": 4}
         return json.dumps({"scores_a": scores, "scores_b": scores, "winner": "A", "reason": "mock"})
@@ -148,14 +232,50 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
         return bucket.headers() if bucket is not None and options.ratelimit_headers else {}
 
     async def completions(request: Request) -> Response:
+        return await _counted(request, _complete)
+
+    async def embeddings(request: Request) -> Response:
+        return await _counted(request, _embed)
+
+    async def _counted(request: Request, handler: Callable[[Request, int], Any]) -> Response:
         stats.requests += 1
         number = stats.requests
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
-            return await _complete(request, number)
+            response: Response = await handler(request, number)
+            return response
         finally:
             stats.in_flight -= 1
+
+    def _admit(request: Request, number: int) -> tuple[Response | None, dict[str, str]]:
+        """The error this request gets (key, --fail-first, the limit, --error-rate), or None and headers."""
+        if options.api_key is not None and not _authorised(request, options.api_key):
+            stats.failures += 1
+            return _error(401, "Incorrect API key provided"), {}
+        if number <= options.fail_first:
+            stats.failures += 1
+            headers = {}
+            if options.fail_status == 429 and options.retry_after is not None:
+                headers["Retry-After"] = options.retry_after
+            return _error(options.fail_status, f"mock failure {number} of {options.fail_first}", headers), {}
+        wait = bucket.admit() if bucket is not None else None
+        if wait is not None:
+            stats.rejected += 1
+            headers = {
+                **limit_headers(),
+                "retry-after-ms": str(math.ceil(wait * 1000.0)),
+                "Retry-After": str(max(1, math.ceil(wait))),
+            }
+            return _error(429, "Rate limit reached for requests", headers), {}
+        admitted = limit_headers()  # as the limit stood when this request was admitted
+        if options.error_rate and rng.random() < options.error_rate:
+            stats.server_errors += 1
+            return _error(500, "The server had an error while processing your request", admitted), {}
+        return None, admitted
+
+    def _client(request: Request) -> str:
+        return request.headers.get("user-agent", "-").split("/", 1)[0].strip() or "-"
 
     async def _complete(request: Request, number: int) -> Response:
         try:
@@ -166,29 +286,10 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
             return _error(400, "body must be JSON with a 'messages' list")
         stats.last_body = body
         stats.last_headers = dict(request.headers)
-        if options.api_key is not None and not _authorised(request, options.api_key):
-            stats.failures += 1
-            return _error(401, "Incorrect API key provided")
-        if number <= options.fail_first:
-            stats.failures += 1
-            headers = {}
-            if options.fail_status == 429 and options.retry_after is not None:
-                headers["Retry-After"] = options.retry_after
-            return _error(options.fail_status, f"mock failure {number} of {options.fail_first}", headers)
-        wait = bucket.admit() if bucket is not None else None
-        if wait is not None:
-            stats.rejected += 1
-            headers = {
-                **limit_headers(),
-                "retry-after-ms": str(math.ceil(wait * 1000.0)),
-                "Retry-After": str(max(1, math.ceil(wait))),
-            }
-            return _error(429, "Rate limit reached for requests", headers)
-        admitted = limit_headers()  # as the limit stood when this request was admitted
-        if options.error_rate and rng.random() < options.error_rate:
-            stats.server_errors += 1
-            return _error(500, "The server had an error while processing your request", admitted)
-        if body.get("response_format", {}).get("type") == "json_object":
+        refused, admitted = _admit(request, number)
+        if refused is not None:
+            return refused
+        if (body.get("response_format") or {}).get("type") == "json_object":
             stats.json_mode += 1
         if options.latency_ms > 0:
             await asyncio.sleep(options.latency_ms / 1000.0)
@@ -196,6 +297,7 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
         completion_tokens = len(content.split())
         stats.completions += 1
+        stats.count(_client(request), prompt_kind(messages), prompt_tokens)
         return JSONResponse(
             headers=admitted,
             content={
@@ -218,6 +320,41 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
             },
         )
 
+    async def _embed(request: Request, number: int) -> Response:
+        try:
+            body = await request.json()
+            raw = body["input"]
+        except (ValueError, KeyError, TypeError):
+            stats.failures += 1
+            return _error(400, "body must be JSON with an 'input'")
+        # a string, a list of strings, or token ids (one list, or a list of lists): ids embed as words
+        inputs = [raw] if isinstance(raw, str) or (raw and isinstance(raw[0], int)) else list(raw)
+        texts = [item if isinstance(item, str) else " ".join(map(str, item)) for item in inputs]
+        refused, admitted = _admit(request, number)
+        if refused is not None:
+            return refused
+        if options.latency_ms > 0:
+            await asyncio.sleep(options.latency_ms / 1000.0)
+        words = sum(len(text.split()) for text in texts)
+        stats.embeddings += 1
+        stats.count(_client(request), "embeddings", words)
+        data: list[dict[str, Any]] = []
+        for index, text in enumerate(texts):
+            vector = embedding_for(text)
+            encoded: Any = vector
+            if body.get("encoding_format") == "base64":
+                encoded = base64.b64encode(pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        return JSONResponse(
+            headers=admitted,
+            content={
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "mock-embedding"),
+                "usage": {"prompt_tokens": words, "total_tokens": words},
+            },
+        )
+
     async def get_stats(request: Request) -> Response:
         return JSONResponse(asdict(stats))
 
@@ -233,6 +370,8 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
     routes = [
         Route("/v1/chat/completions", completions, methods=["POST"]),
         Route("/chat/completions", completions, methods=["POST"]),
+        Route("/v1/embeddings", embeddings, methods=["POST"]),
+        Route("/embeddings", embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/stats", get_stats, methods=["GET"]),
         Route("/reset", reset, methods=["POST"]),
