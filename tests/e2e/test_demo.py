@@ -109,13 +109,15 @@ def test_local_judge_agrees_with_the_demo_ground_truth(demo_run: Path) -> None:
     # liked answers that the challenger answers from the same document: the judge should see the same answer
     kept = [fit for fb, _, top, fit, gt in rows if fb == Feedback.GOOD and top == gt["champion_top_doc"]]
     assert _share(kept, Fit.FIT) >= 0.85
-    # disliked answers still drawn from the same (wrong) document: the judge should see no change
+    # disliked answers still drawn from the same (wrong) document: mostly no change. The judge reads what the
+    # answers say, not which document they came from: 4 of these 13 state other sentences of that document
+    # ("Each call-out counts for at least one hour" / "You can opt out within one month"), NO_FIT since local-fit-2.
     same_wrong = [
         fit
         for fb, exp, top, fit, gt in rows
         if fb == Feedback.BAD and top == gt["champion_top_doc"] and top != exp
     ]
-    assert _share(same_wrong, Fit.FIT, min_n=5) >= 0.8
+    assert _share(same_wrong, Fit.FIT, min_n=5) >= 0.65
     # disliked answers the challenger now answers from the right document: mostly seen as changed
     fixed = [
         fit

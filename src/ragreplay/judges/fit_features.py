@@ -9,10 +9,13 @@ long it is, and the slot conflicts of :mod:`slots`.
 from __future__ import annotations
 
 import math
+import re
 
 from ragreplay.judges import signals as sig
 from ragreplay.judges import slots
 from ragreplay.judges.hygiene import detect_language
+
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 SLOT_SIGNALS: tuple[str, ...] = (
     "slot_numbers",
@@ -39,9 +42,22 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 
 def _phrase(old: str, new: str) -> float:
-    """1.0 when either normalised answer occurs in the other as a run of whole words."""
+    """1.0 when either answer, or one of its sentences of three words or more, occurs whole in the other.
+
+    A short reference inside a long answer ("Old Trafford" in "The stadium is Old Trafford.") and a sentence both
+    answers state word for word count alike.
+    """
     a, b = f" {sig.normalize_answer(old)} ", f" {sig.normalize_answer(new)} "
-    return float(bool(a.strip()) and bool(b.strip()) and (a in b or b in a))
+    if not a.strip() or not b.strip():
+        return 0.0
+    if a in b or b in a:
+        return 1.0
+    for text, other in ((old, b), (new, a)):
+        for sentence in _SENTENCES.split(text):
+            s = sig.normalize_answer(sentence)
+            if len(s.split()) >= 3 and f" {s} " in other:
+                return 1.0
+    return 0.0
 
 
 def translation(old: str, new: str, cosine: float) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Answer, Case, Fit, Judgment
 from ragreplay.errors import ConfigError
-from ragreplay.judges import fit_features
+from ragreplay.judges import fit_features, slots
 from ragreplay.judges import signals as sig
 from ragreplay.judges.references import combine
 from ragreplay.local.embeddings import get_embedder
@@ -214,7 +214,6 @@ def load_model(path: Path | str | None = None) -> tuple[LocalFitModel, str]:
 
 
 _SLOT_PHRASES = {
-    "slot_numbers": ("the amounts differ", "the amounts agree"),
     "slot_dates": ("the dates differ", "the dates agree"),
     "slot_names": ("another name in the same place", "the same names"),
     "slot_roles": ("another role in the same place (or the roles swapped)", "the same roles"),
@@ -227,7 +226,10 @@ _SLOT_PHRASES = {
 
 def describe_signal(name: str, value: float, a: str, b: str) -> str:
     """A short human phrase for one signal's value on the pair ``a`` (old) / ``b`` (new)."""
-    if name in ("number_conflict", "number_gap", "slot_numbers"):
+    if name == "slot_numbers":
+        na, nb = (sorted(set().union(*slots.numbers_by_unit(slots.clean(t)).values())) for t in (a, b))
+        return f"amounts {'differ' if value else 'agree'} (old {', '.join(na) or '-'}; new {', '.join(nb) or '-'})"
+    if name in ("number_conflict", "number_gap"):
         na, nb = sorted(sig.numbers(a)), sorted(sig.numbers(b))
         return f"numbers {'differ' if value else 'agree'} (old {', '.join(na) or '-'}; new {', '.join(nb) or '-'})"
     if name in ("entity_conflict", "entity_gap"):

@@ -25,7 +25,8 @@ from ragreplay.judges import signals as sig
 ALIGNED = 0.5
 """The :func:`alignment` from which two answers count as versions of one sentence."""
 
-_CITATION = re.compile(r"\[\^?\d{1,3}\^?\]|\^\d{1,3}\^|【\d{1,3}】|[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+# Citation marks: "[2]", "[^2^]", "^2^", "【2】", superscripts, and bracketed chunk ids ("[leave-2026-en#4]").
+_CITATION = re.compile(r"\[\^?[^\s\[\]]{1,100}\^?\]|\^\d{1,3}\^|【\d{1,3}】|[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 # Digits glued to the end of a word: a number that lost its space when a word follows ("has3 lines", "of10
 # episodes"), else a citation mark ("episodes1.", "Chelsea1").
 _GLUED_NUMBER = re.compile(r"(?<=[^\W\d_]{2})(\d+(?:[.,]\d+)?)(?= [^\W\d_])")
@@ -227,6 +228,11 @@ def _changed(a: str, b: str) -> list[tuple[Sequence[Token], Sequence[Token]]]:
     return [(ta[i1:i2], tb[j1:j2]) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"]
 
 
+def _short_changes(a: str, b: str, most: int = 4) -> list[tuple[Sequence[Token], Sequence[Token]]]:
+    """The differing spans of at most ``most`` tokens a side: a value swapped in a slot, not a sentence changed."""
+    return [(sa, sb) for sa, sb in _changed(a, b) if len(sa) <= most and len(sb) <= most]
+
+
 def _same_person(x: set[str], y: set[str]) -> bool:
     """Whether two name spans may name one person: a shared 3-letter start or an initial ("Dave" / "David")."""
     return any(p[:3] == q[:3] or (min(len(p), len(q)) == 1 and p[0] == q[0]) for p in x for q in y)
@@ -236,7 +242,7 @@ def name_conflict(a: str, b: str) -> float:
     """1.0 when two aligned sentences put different names in the same place ("approved by Anna" / "by Mark")."""
     if min(len(words(a)), len(words(b))) < 4 or alignment(a, b) < ALIGNED:
         return 0.0
-    for span_a, span_b in _changed(a, b):
+    for span_a, span_b in _short_changes(a, b):
         names_a = {t.word for t in span_a if t.name}
         names_b = {t.word for t in span_b if t.name}
         if names_a and names_b and not _same_person(names_a, names_b):
@@ -246,7 +252,10 @@ def name_conflict(a: str, b: str) -> float:
 
 def roles(text: str) -> list[str]:
     """The workplace roles ``text`` names, in order ("human resources" counts as HR)."""
-    ws = words(text)
+    return _roles([t.word for t in tokens(text)])
+
+
+def _roles(ws: Sequence[str]) -> list[str]:
     ws = [w.removesuffix("'s") for w in ws]
     found = [ROLE_WORDS[w] for w in ws if w in ROLE_WORDS]
     if any(x == "human" and y == "resources" for x, y in pairwise(ws)):
@@ -255,56 +264,41 @@ def roles(text: str) -> list[str]:
 
 
 def role_conflict(a: str, b: str) -> float:
-    """1.0 when aligned answers give different roles (neither set holds the other) or swap them in order."""
+    """1.0 when aligned answers name different roles in the same short span ("HR approves" / "your manager
+    approves"; "the employer pays the employee" / "the employee pays the employer")."""
     if alignment(a, b) < ALIGNED:
         return 0.0
-    ra, rb = roles(a), roles(b)
-    if not ra or not rb:
-        return 0.0
-    sa, sb = set(ra), set(rb)
-    if sa == sb:
-        return float(len(sa) > 1 and list(dict.fromkeys(ra)) != list(dict.fromkeys(rb)))
-    return float(not (sa <= sb or sb <= sa))
-
-
-def permission(text: str) -> set[int]:
-    """The signs of the permissions ``text`` states: +1 for "allowed" / "mag", -1 for "forbidden" / "mag niet".
-
-    A negation just before the word, or just after it (Dutch and German: "mag niet", "darf nicht"), flips it.
-    """
-    ws = words(text)
-    signs: set[int] = set()
-    for i, word in enumerate(ws):
-        if word in FORBIDDEN:
-            sign = -1
-        elif word in PERMITTED:
-            sign = 1
-        else:
-            continue
-        around = ws[max(0, i - 2) : i] + ws[i + 1 : i + 2]
-        if any(w in _NEGATIONS or w.endswith("n't") for w in around):
-            sign = -sign
-        signs.add(sign)
-    return signs
+    for span_a, span_b in _short_changes(a, b):
+        ra, rb = set(_roles([t.word for t in span_a])), set(_roles([t.word for t in span_b]))
+        if ra and rb and ra != rb:
+            return 1.0
+    return 0.0
 
 
 def _negations(span: Sequence[Token]) -> int:
     return sum(t.word in _NEGATIONS or t.word.endswith("n't") for t in span)
 
 
-def polarity_conflict(a: str, b: str) -> float:
-    """1.0 when aligned answers state opposite permissions, or one negates what the other states.
+def _signs(span: Sequence[Token]) -> set[int]:
+    return {-1 if t.word in FORBIDDEN else 1 for t in span if t.word in FORBIDDEN or t.word in PERMITTED}
 
-    Opposite permissions: every permission one answer states is +1 and every one the other states is -1
-    ("allowed" / "forbidden", "toegestaan" / "verboden", "erlaubt" / "verboten"). A negation in the slot: among
-    the words that differ, one answer has a negation the other lacks ("is 20 days" / "is not 20 days").
+
+def polarity_conflict(a: str, b: str) -> float:
+    """1.0 when aligned answers differ in a short span (three words or fewer a side) by polarity.
+
+    Either the span carries a negation on one side only ("is 20 days" / "is not 20 days", "mag" / "mag niet"), or
+    it swaps a granting word for a denying one ("allowed" / "forbidden", "toegestaan" / "verboden", "erlaubt" /
+    "verboten", "can" / "cannot"). A whole sentence one answer leaves out is not a slot: it is left to overlap.
     """
     if alignment(a, b) < ALIGNED:
         return 0.0
-    pa, pb = permission(a), permission(b)
-    if len(pa) == 1 and len(pb) == 1 and pa != pb:
-        return 1.0
-    return float(any(_negations(sa) % 2 != _negations(sb) % 2 for sa, sb in _changed(a, b)))
+    for sa, sb in _short_changes(a, b, most=3):
+        if _negations(sa) % 2 != _negations(sb) % 2:
+            return 1.0
+        signs_a, signs_b = _signs(sa), _signs(sb)
+        if signs_a and signs_b and not signs_a & signs_b:
+            return 1.0
+    return 0.0
 
 
 def _content(text: str) -> list[str]:
