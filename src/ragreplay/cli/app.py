@@ -7,66 +7,160 @@ import sys
 import typer
 from rich.text import Text
 
-from ragreplay.cli import (
-    calibration_cmd,
-    compare_cmd,
-    demo_cmd,
-    gate_cmd,
-    gate_demo_cmd,
-    ingest_cmd,
-    regset_cmd,
-    report_cmd,
-    review_cmd,
-    root_options,
-    run_cmd,
-    schema_cmd,
-    shadow_cmd,
-    shadow_dashboard_cmd,
-    shadow_demo_cmd,
-    shadow_feedback_cmd,
-    shadow_judge_cmd,
-    shadow_purge_cmd,
-    triage_cmd,
-)
+from ragreplay.cli import root_options
 from ragreplay.cli.common import OUTPUT, err_console
+from ragreplay.cli.lazy import TYPER_SETTINGS, LazyCommand, LazyGroup
 from ragreplay.errors import RagreplayError
-from ragreplay.store import StoreUnavailable
+
+COMMANDS = (
+    LazyCommand(
+        "ingest",
+        "ragreplay.cli.ingest_cmd:ingest",
+        "Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing.",
+    ),
+    LazyCommand(
+        "run",
+        "ragreplay.cli.run_cmd:run",
+        "Replay labelled cases through a candidate and judge each new answer against the old one.",
+    ),
+    LazyCommand(
+        "report",
+        "ragreplay.cli.report_cmd:report",
+        (
+            "Show a run's verdict matrix, rates with intervals, per-tag rows, the failure tags reviewers gave its"
+            " cases and the cases to review."
+        ),
+    ),
+    LazyCommand(
+        "runs",
+        "ragreplay.cli.report_cmd:runs",
+        "List runs, newest first, with their status and versions.",
+    ),
+    LazyCommand(
+        "sources",
+        "ragreplay.cli.report_cmd:sources",
+        "List ingested sources.",
+    ),
+    LazyCommand(
+        "demo",
+        "ragreplay.cli.demo_cmd:demo",
+        (
+            "Ingest the shipped production log, replay it through the challenger RAG, judge locally, report; then"
+            " a calibration queue of the run reviewed by simulated reviewers (the ground truth) and the judge "
+            "calibrated."
+        ),
+    ),
+    LazyCommand(
+        "schema",
+        "ragreplay.cli.schema_cmd:schema",
+        "Print the JSON Schema of a configuration file.",
+    ),
+    LazyCommand(
+        "compare",
+        "ragreplay.cli.compare_cmd:compare",
+        (
+            "Answer the same cases with the champion and each challenger; report agreement (do they reach the "
+            "same answer?) and blind judge preference (when they disagree, who wins?), with intervals, per tag, "
+            "latency and cost. Every case is saved as it finishes: the same command again resumes (or re-shows) "
+            "that comparison."
+        ),
+    ),
+    LazyCommand(
+        "compare-report",
+        "ragreplay.cli.compare_cmd:compare_report",
+        "Show a stored comparison again, from its saved rows: no target nor judge is called.",
+    ),
+    LazyCommand(
+        "comparisons",
+        "ragreplay.cli.compare_cmd:comparisons",
+        "List stored comparisons, newest first, with their status, sides and judges.",
+    ),
+    LazyCommand(
+        "triage",
+        "ragreplay.cli.triage_cmd:triage",
+        (
+            "Judge the old answer against the new one for every BAD_NO_FIT case of a run (blind, both orders by "
+            "default) and list them as likely fixed (new wins), likely worse (old wins) or changed, unclear."
+        ),
+    ),
+    LazyCommand(
+        "gate",
+        "ragreplay.cli.gate_cmd:gate",
+        (
+            "Answer the regression set with the champion and the challenger, judge each pair blind in both "
+            "orders, and decide the three bars: no regression on wins, preference above 55% on contested, at "
+            "least 20 of 60 open wounds fixed. Exit 0 pass, 1 fail, 2 inconclusive, 3 could not run. Resumable "
+            "like every run."
+        ),
+    ),
+    LazyCommand(
+        "gate-report",
+        "ragreplay.cli.gate_cmd:gate_report",
+        "Show a stored gate again from its saved items (no call is made); exits with the gate's code.",
+    ),
+    LazyCommand(
+        "gates",
+        "ragreplay.cli.gate_cmd:gates",
+        "The history of gates, newest first: set, challenger, status and decision.",
+    ),
+    LazyCommand(
+        "gate-comment",
+        "ragreplay.cli.gate_cmd:gate_comment",
+        (
+            "Post the gate's comment on a GitHub pull request, or edit the one posted before (one comment per PR,"
+            " kept up to date). The token comes from $GITHUB_TOKEN."
+        ),
+    ),
+    LazyCommand(
+        "gate-demo",
+        "ragreplay.cli.gate_demo_cmd:gate_demo",
+        (
+            "Shadow traffic -> regression set -> gate on the shipped demo, offline; exits with the gate's code (0"
+            " pass, 1 fail, 2 inconclusive, 3 could not run)."
+        ),
+    ),
+    LazyCommand(
+        "shadow",
+        "ragreplay.cli.shadow_group:shadow_app",
+        "Shadow live traffic: challengers answer the same questions off the user's path.",
+    ),
+    LazyCommand(
+        "regset",
+        "ragreplay.cli.regset_cmd:regset_app",
+        "The regression set: a versioned sample of real questions (wins, contested, open wounds) for the gate.",
+    ),
+    LazyCommand(
+        "review",
+        "ragreplay.cli.review_cmd:review_app",
+        "Human review: reviewers, review queues, and reviews as JSONL.",
+    ),
+    LazyCommand(
+        "calibration",
+        "ragreplay.cli.calibration_cmd:calibration_app",
+        (
+            "Judge vs human agreement (this command: exit 1 on an alert, 2 on a mistake); `rejudge` the labelled "
+            "items with a changed judge, old vs new side by side; the `history` of agreement per judge version."
+        ),
+    ),
+)
+"""Every command, in the order ``ragreplay --help`` lists them, with the first paragraph of its help: a command's
+module (and the store, the HTTP clients, the servers it imports) is imported only when that command is used."""
+
+
+class RootGroup(LazyGroup):
+    """``ragreplay``: the root options, then the :data:`COMMANDS`, each loaded when used."""
+
+    lazy_commands = COMMANDS
+
 
 app = typer.Typer(
     name="ragreplay",
     help="Tell whether a new RAG configuration beats production, using the feedback you already have.",
+    cls=RootGroup,
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # plain help: rich markup would swallow the "[default: ...]" of every option's help text
-    rich_markup_mode=None,
+    **TYPER_SETTINGS,
 )
 app.callback(epilog=root_options.EXIT_CODES)(root_options.root)
-app.command()(ingest_cmd.ingest)
-app.command()(run_cmd.run)
-app.command()(report_cmd.report)
-app.command()(report_cmd.runs)
-app.command()(report_cmd.sources)
-app.command()(demo_cmd.demo)
-app.command()(schema_cmd.schema)
-app.command()(compare_cmd.compare)
-app.command(name="compare-report")(compare_cmd.compare_report)
-app.command()(compare_cmd.comparisons)
-app.command()(triage_cmd.triage)
-app.command()(gate_cmd.gate)
-app.command(name="gate-report")(gate_cmd.gate_report)
-app.command()(gate_cmd.gates)
-app.command(name="gate-comment")(gate_cmd.gate_comment)
-app.command(name="gate-demo")(gate_demo_cmd.gate_demo)
-shadow_judge_cmd.register(shadow_cmd.shadow_app)
-shadow_feedback_cmd.register(shadow_cmd.shadow_app)
-shadow_purge_cmd.register(shadow_cmd.shadow_app)
-shadow_dashboard_cmd.register(shadow_cmd.shadow_app)
-shadow_cmd.shadow_app.command(name="demo")(shadow_demo_cmd.demo)
-app.add_typer(shadow_cmd.shadow_app, name="shadow")
-app.add_typer(regset_cmd.regset_app, name="regset")
-app.add_typer(review_cmd.review_app, name="review")
-app.add_typer(calibration_cmd.calibration_app, name="calibration")
 
 
 EXIT_STORE_UNAVAILABLE = 75
@@ -82,13 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         app(args=argv, standalone_mode=True)
-    except StoreUnavailable as exc:
-        err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)
-        return EXIT_STORE_UNAVAILABLE
     except RagreplayError as exc:
         # soft wrap: paths and commands in an error must stay whole to be copied
         err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)
-        return 2
+        return EXIT_STORE_UNAVAILABLE if _store_unavailable(exc) else 2
     except SystemExit as exc:
         code = exc.code
         if code is None:
@@ -108,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         return 1
     return 0
+
+
+def _store_unavailable(exc: RagreplayError) -> bool:
+    """Whether ``exc`` is the store's :class:`~ragreplay.store.StoreUnavailable`, without importing the store (and
+    SQLAlchemy) for a command that never opened one: then it cannot be."""
+    failures = sys.modules.get("ragreplay.store.failures")
+    return failures is not None and isinstance(exc, failures.StoreUnavailable)
 
 
 if __name__ == "__main__":

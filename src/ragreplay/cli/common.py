@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -29,9 +29,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ragreplay.errors import ConfigError
-from ragreplay.settings import Settings, load_settings
-from ragreplay.store import Store
-from ragreplay.store.location import require_existing_store
+
+# imported where used: `ragreplay --help` imports neither (nor SQLAlchemy and the HTTP clients behind them)
+if TYPE_CHECKING:
+    from ragreplay.settings import Settings
+    from ragreplay.store import Store
 
 console = Console()
 err_console = Console(stderr=True)
@@ -86,6 +88,8 @@ def info(message: str, *, to: Console | None = None, highlight: bool = False) ->
 
 def settings_from(config: Path | None, **overrides: Any) -> Settings:
     """Settings from the config file, the environment and the given flag values (flags win)."""
+    from ragreplay.settings import load_settings
+
     return load_settings(config, os.environ, overrides)
 
 
@@ -93,6 +97,9 @@ def settings_from(config: Path | None, **overrides: Any) -> Settings:
 def open_store(url: str, create: bool = False) -> Iterator[Store]:
     """Open the store at ``url`` for the duration of a command; a SQLite file that does not exist is refused
     (a mistyped ``--db``) unless ``create`` (the commands that fill a store)."""
+    from ragreplay.store import Store
+    from ragreplay.store.location import require_existing_store
+
     if not create:
         require_existing_store(url)
     store = Store.open(url)
