@@ -3,7 +3,7 @@
     python benchmarks/replay_scale.py cpu --cases 2000 --concurrency 64          # mock at 0 ms: CPU per case
     python benchmarks/replay_scale.py efficiency --cases 2000 --concurrency 16 32 64 --latency-ms 100
     python benchmarks/replay_scale.py memory --cases 2000 20000                  # peak RSS of a whole run
-    python benchmarks/replay_scale.py startup                                    # `ragreplay --help`
+    python benchmarks/replay_scale.py startup                 # `ragreplay --help`, `--version`, `run --help`
     python benchmarks/replay_scale.py profile --cases 2000 --concurrency 64      # where the client's CPU goes
 
 CPU is the client process's CPU time (``time.process_time``: every thread, the writer's too), which other load
@@ -241,27 +241,43 @@ def memory(sizes: list[int]) -> None:
             print(f"| {n} | {float(out.strip().splitlines()[-1]):.0f} | {time.perf_counter() - start:.1f} |")
 
 
+STARTUP_COMMANDS = (["--help"], ["--version"], ["run", "--help"])
+"""``run --help`` imports what ``ragreplay run`` imports before its first case, and stops there."""
+
+
 def startup(repeat: int) -> None:
-    """Wall time of `ragreplay --help` (best of ``repeat``) and the heavy modules it imports."""
+    """Wall and CPU time of `ragreplay --help`, `--version` and `run --help` (best of ``repeat``) and the heavy
+    modules each imports."""
     exe = Path(sys.executable).with_name("ragreplay")
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run([str(exe), "--help"], capture_output=True, check=True)
-        best = min(best, time.perf_counter() - start)
+    print(f"| command | wall, best of {repeat} (s) | CPU, best of {repeat} (s) | heavy modules imported |")
+    print("|---|---:|---:|---|")
+    for argv in STARTUP_COMMANDS:
+        best_wall = best_cpu = float("inf")
+        for _ in range(repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run([str(exe), *argv], capture_output=True, check=True)
+            best_wall = min(best_wall, time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            best_cpu = min(best_cpu, cpu)
+        print(
+            f"| `ragreplay {' '.join(argv)}` | {best_wall:.2f} | {best_cpu:.2f} | {_heavy_imported(argv)} |"
+        )
+
+
+def _heavy_imported(argv: list[str]) -> str:
     probe = (
-        "import sys\nfrom ragreplay.cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "import contextlib, io, sys\nfrom ragreplay.cli.app import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    main({argv!r})\n"
         "print(','.join(m for m in HEAVY if m in sys.modules) or '-')"
     )
     heavy = "HEAVY = ('sqlalchemy', 'httpx', 'aiohttp', 'uvicorn', 'numpy', 'starlette', 'jinja2')\n"
-    loaded = (
+    return (
         subprocess.run([sys.executable, "-c", heavy + probe], capture_output=True, text=True, check=True)
         .stdout.strip()
         .splitlines()[-1]
     )
-    print(f"| command | wall, best of {repeat} (s) | heavy modules imported |")
-    print("|---|---:|---|")
-    print(f"| `ragreplay --help` | {best:.2f} | {loaded} |")
 
 
 def main() -> None:
