@@ -93,7 +93,7 @@ def test_replay_scale_benchmark_runs_small() -> None:
     memory = run_benchmark("replay_scale.py", "memory", "--cases", "60")
     assert int(memory[1]) == 60 and float(memory[2]) > 0
     startup = run_benchmark("replay_scale.py", "startup", "--repeat", "1")
-    assert "ragreplay --help" in startup[1] and float(startup[2]) > 0
+    assert "ragreplay run --help" in startup[1] and float(startup[2]) > 0 and float(startup[3]) > 0
 
 
 def test_throughput_benchmark_against_a_rate_limited_endpoint_runs_small() -> None:
