@@ -22,8 +22,11 @@ TAGS: tuple[str, ...] = (
     "answer_b",
     "chunks_a",
     "chunks_b",
+    "reference",
     "user_turn",
     "assistant_turn",
+    "checked_answer",
+    "contexts",
 )
 """Every tag the prompts fence data with; an occurrence of any of them inside data is escaped."""
 

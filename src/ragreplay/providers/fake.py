@@ -20,6 +20,12 @@ It answers from ``request.hints`` by ``request.task``:
   ``1 + round(4 * support / answer words)``, the others 4 for the winner, 2 for the loser, 3 on a tie.
   Reply: JSON ``{"scores_a", "scores_b", "winner", "reason"}``; ``[[unparseable]]`` in either answer gives
   prose with no JSON.
+- ``claims`` (hints ``question``, ``answer``, ``contexts``, optional ``reference``): the answer's and the
+  reference's sentences are their claims; a claim is supported by a text when at least half of its words of 3+
+  letters occur in it (the contexts joined, the reference, the answer for ``covered_by_answer``). A context is
+  relevant when it shares a word of 3+ letters with the question; ``answer_relevance`` is
+  ``1 + round(4 * share of the question's such words in the answer)``. Reply: JSON in the shape of
+  :class:`ragreplay.metrics.llm.ClaimsReply`; ``[[unparseable]]`` in the answer gives prose with no JSON.
 - anything else: the last user message, echoed.
 
 Usage counts whitespace-separated words. Test hooks: ``latency_ms``, ``call_log`` (one JSON line per
@@ -147,6 +153,67 @@ def pairwise_reply(hints: dict[str, Any]) -> str:
     return json.dumps({"scores_a": scores["a"], "scores_b": scores["b"], "winner": winner, "reason": reason})
 
 
+_CLAIM_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def _claim_words(text: str) -> set[str]:
+    return set(_CLAIM_WORD.findall(text.lower()))
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if _claim_words(s)]
+
+
+def _supports(claim: str, words: set[str]) -> str:
+    wanted = _claim_words(claim)
+    return "yes" if wanted and 2 * len(wanted & words) >= len(wanted) else "no"
+
+
+def claims_reply(hints: dict[str, Any]) -> str:
+    """The fake's claim check (rule in the module docstring)."""
+    answer = str(hints.get("answer") or "")
+    if UNPARSEABLE_MARKER in answer:
+        return "The answer makes several points; some of them look right to me."
+    contexts = [str(c) for c in hints.get("contexts") or []]
+    reference = hints.get("reference")
+    reference = str(reference) if reference is not None else ""
+    in_contexts = _claim_words(" ".join(contexts))
+    in_reference, in_answer = _claim_words(reference), _claim_words(answer)
+    asked = _claim_words(str(hints.get("question") or ""))
+    answer_claims = [
+        {
+            "claim": c,
+            "supported_by_contexts": _supports(c, in_contexts),
+            "supported_by_reference": _supports(c, in_reference),
+        }
+        for c in _sentences(answer)
+    ]
+    reference_claims = [
+        {
+            "claim": c,
+            "covered_by_answer": _supports(c, in_answer),
+            "supported_by_contexts": _supports(c, in_contexts),
+        }
+        for c in _sentences(reference)
+    ]
+    verdicts = [
+        {"n": n, "relevant": "yes" if asked & _claim_words(c) else "no"}
+        for n, c in enumerate(contexts, start=1)
+    ]
+    share = len(asked & in_answer) / len(asked) if asked else 1.0
+    supported = sum(c["supported_by_contexts"] == "yes" for c in answer_claims)
+    return json.dumps(
+        {
+            "answer_claims": answer_claims,
+            "reference_claims": reference_claims,
+            "contexts": verdicts,
+            "answer_relevance": 1 + round(4 * share),
+            "reason": f"{supported} of {len(answer_claims)} answer claims found in the contexts",
+        },
+        ensure_ascii=False,
+    )
+
+
 def _need(hints: dict[str, Any], task: str, keys: Sequence[str]) -> None:
     missing = [k for k in keys if k not in hints]
     if missing:
@@ -175,6 +242,9 @@ def respond(request: ChatRequest) -> str:
     if task == "pairwise":
         _need(hints, task, ["answer_a", "answer_b"])
         return pairwise_reply(hints)
+    if task == "claims":
+        _need(hints, task, ["answer"])
+        return claims_reply(hints)
     if task == "generate":
         return best_sentence(str(hints.get("question", "")), hints.get("contexts") or [])
     users = [m.content for m in request.messages if m.role == "user"]
