@@ -24,6 +24,7 @@ from ragreplay.jobs.known_keys import KnownKeys
 from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, WriteBatch
 from ragreplay.store.comparisons import ComparisonRowRecord
+from ragreplay.store.evals import EvalRowRecord
 from ragreplay.store.gates import GateItemRecord
 from ragreplay.store.review_judgments import ReviewJudgmentRecord
 from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
@@ -108,6 +109,11 @@ class StoreWriter:
     async def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord]) -> None:
         """Save shadow judgments and mark their rows judged; returns once committed."""
         self._batch.shadow_judgments.extend(records)
+        await self._commit()
+
+    async def save_eval_rows(self, rows: Sequence[EvalRowRecord]) -> None:
+        """Save eval rows' scores; returns once committed."""
+        self._batch.eval_rows.extend(rows)
         await self._commit()
 
     async def aclose(self) -> None:

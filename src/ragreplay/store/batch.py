@@ -13,6 +13,7 @@ from ragreplay.core.runs import ResultRecord
 from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsRepository
+from ragreplay.store.evals import EvalRowRecord, EvalsRepository
 from ragreplay.store.gates import GateItemRecord, GatesRepository
 from ragreplay.store.review_judgments import ReviewJudgmentRecord, ReviewJudgmentsRepository
 from ragreplay.store.runs import result_row
@@ -42,6 +43,7 @@ class WriteBatch:
     shadow_judgments: list[ShadowJudgmentRecord] = field(default_factory=list)
     gate_items: list[GateItemRecord] = field(default_factory=list)
     review_judgments: list[ReviewJudgmentRecord] = field(default_factory=list)
+    eval_rows: list[EvalRowRecord] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (
@@ -52,6 +54,7 @@ class WriteBatch:
             + len(self.shadow_judgments)
             + len(self.gate_items)
             + len(self.review_judgments)
+            + len(self.eval_rows)
         )
 
 
@@ -66,12 +69,14 @@ class BatchWriter(StoreBase):
         shadow_judgments: ShadowJudgmentsRepository,
         gates: GatesRepository,
         review_judgments: ReviewJudgmentsRepository,
+        evals: EvalsRepository,
     ) -> None:
         super().__init__(engine, display_url)
         self._comparisons = comparisons
         self._shadow_judgments = shadow_judgments
         self._gates = gates
         self._review_judgments = review_judgments
+        self._evals = evals
 
     def write_batch(self, batch: WriteBatch) -> dict[tuple[str, str], Rewrite]:
         """Apply ``batch`` in one transaction; returns the rewrite pinned to each (case, rewriter) of
@@ -120,4 +125,6 @@ class BatchWriter(StoreBase):
                 self._gates.put_gate_items(conn, batch.gate_items)
             if batch.review_judgments:
                 self._review_judgments.put_review_judgments(conn, batch.review_judgments)
+            if batch.eval_rows:
+                self._evals.put_eval_rows(conn, batch.eval_rows)
         return pinned

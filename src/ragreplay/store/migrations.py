@@ -577,3 +577,37 @@ def m014_rewrites_per_rewriter(conn: Connection) -> None:
         conn.execute(new.insert(), rows)
     old.drop(conn)
     conn.execute(text("ALTER TABLE rewrites_v14 RENAME TO rewrites"))
+
+
+@migration(15)
+def m015_eval_runs(conn: Connection) -> None:
+    """`ragreplay eval`: a run per (dataset, judge, prompt version, options) and its rows' scores, saved as each
+    row is scored (the payload is the eval layer's JSON), so a killed run resumes where it stopped."""
+    md = MetaData()
+    Table(
+        "eval_runs",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("finished_at", UTCDateTime),
+        Column("status", Text, nullable=False),
+        Column("dataset", Text, nullable=False),
+        Column("judge", Text, nullable=False),
+        Column("prompt_version", Text, nullable=False),
+        Column("config", Text, nullable=False),
+        Column("config_hash", Text, nullable=False),
+        Column("n_rows", Integer, nullable=False),
+        Column("summary", Text),
+        Index("ix_eval_runs_config_hash", "config_hash"),
+    )
+    Table(
+        "eval_rows",
+        md,
+        Column("eval_id", Id, primary_key=True),
+        Column("row_id", Id, primary_key=True),
+        Column("position", Integer, nullable=False),
+        Column("error", Boolean, nullable=False),
+        Column("payload", Text, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn)

@@ -306,6 +306,33 @@ gate_items = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
+eval_runs = Table(
+    "eval_runs",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("status", StorableText, nullable=False),
+    Column("dataset", StorableText, nullable=False),
+    Column("judge", StorableText, nullable=False),
+    Column("prompt_version", StorableText, nullable=False),
+    Column("config", StorableText, nullable=False),
+    Column("config_hash", StorableText, nullable=False),
+    Column("n_rows", Integer, nullable=False),
+    Column("summary", StorableText),
+)
+
+eval_rows = Table(
+    "eval_rows",
+    metadata,
+    Column("eval_id", Id, primary_key=True),
+    Column("row_id", Id, primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("error", Boolean, nullable=False),
+    Column("payload", StorableText, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
 regsets = Table(
     "regsets",
     metadata,

@@ -15,6 +15,7 @@ from ragreplay.store.calibration_history import CalibrationHistoryRepository
 from ragreplay.store.cases import CasesRepository
 from ragreplay.store.comparisons import ComparisonsRepository
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
+from ragreplay.store.evals import EvalsRepository
 from ragreplay.store.gates import GatesRepository
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.regsets import RegsetsRepository
@@ -40,11 +41,11 @@ class Store(StoreBase):
     ``shadow_purge`` for retention), ``regsets`` (regression set versions, their items and overrides) and
     ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
     reviews), ``review_sessions`` (the review screen's logins), ``review_judgments`` (judgments of review items
-    by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time) and
-    ``secrets`` (e.g. the shadow's user-id salt). Each service takes the repository (or the protocol in
-    ``ragreplay.ports``) it needs. Every method is synchronous and commits its own transaction;
-    :meth:`write_batch` writes across repositories in one. A store may be used from one thread other than the
-    one that opened it (the jobs' writer thread).
+    by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time),
+    ``evals`` (`ragreplay eval` runs and their rows' scores) and ``secrets`` (e.g. the shadow's user-id salt).
+    Each service takes the repository (or the protocol in ``ragreplay.ports``) it needs. Every method is
+    synchronous and commits its own transaction; :meth:`write_batch` writes across repositories in one. A store
+    may be used from one thread other than the one that opened it (the jobs' writer thread).
     """
 
     def __init__(self, engine: Engine, display_url: str) -> None:
@@ -66,6 +67,7 @@ class Store(StoreBase):
         self.review_sessions = ReviewSessionsRepository(engine, display_url)
         self.review_judgments = ReviewJudgmentsRepository(engine, display_url)
         self.calibration_history = CalibrationHistoryRepository(engine, display_url)
+        self.evals = EvalsRepository(engine, display_url)
         self._batch = BatchWriter(
             engine,
             display_url,
@@ -73,6 +75,7 @@ class Store(StoreBase):
             self.shadow_judgments,
             self.gates,
             self.review_judgments,
+            self.evals,
         )
 
     def write_batch(self, batch: WriteBatch) -> dict[tuple[str, str], Rewrite]:
