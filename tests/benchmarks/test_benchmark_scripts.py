@@ -94,6 +94,8 @@ def test_replay_scale_benchmark_runs_small() -> None:
     assert int(memory[1]) == 60 and float(memory[2]) > 0
     startup = run_benchmark("replay_scale.py", "startup", "--repeat", "1")
     assert "ragreplay run --help" in startup[1] and float(startup[2]) > 0 and float(startup[3]) > 0
+    split = run_benchmark("replay_scale.py", "profile", "--cases", "40", "--concurrency", "4")
+    assert split[1].strip() in ("event loop", "writer") and float(split[3]) >= 0  # thread, group, CPU s
 
 
 def test_throughput_benchmark_against_a_rate_limited_endpoint_runs_small() -> None:

@@ -187,3 +187,31 @@ async def test_writes_that_trickle_in_share_a_transaction(store: Store) -> None:
         await asyncio.gather(*(save_later(i) for i in range(40)))
     assert len(store.runs.load_results("run_w")) == 40
     assert writer.batches <= 20  # a commit per write or two was 25-40
+
+
+async def test_batched_rows_are_stored_as_single_statements_store_them(
+    store: Store, tmp_path: object
+) -> None:
+    """The writer's rows (on SQLite straight to the driver) hold what a plain statement would: unstorable
+    characters replaced, timestamps in the same form, an upserted result replaced."""
+    _run(store)
+    async with StoreWriter(store) as writer:
+        writer.cache_put("k\x00", "fake:m", {"q": "\ud800"}, {"text": "a\x00"})
+        await writer.save_result(ResultRecord(run_id="run_w", case_id="c1", status=ResultStatus.PENDING))
+        await writer.save_result(
+            ResultRecord(run_id="run_w", case_id="c1", status=ResultStatus.ERROR, error="bad \x00 \ud800 é")
+        )
+    store.cache.cache_put(
+        "k2", "fake:m", {"q": "\ud800"}, {"text": "a\x00"}
+    )  # one statement, through SQLAlchemy
+    (result,) = store.runs.load_results("run_w")
+    assert result.status == ResultStatus.ERROR and result.error == "bad \ufffd \ufffd é"
+    with store.cache._read() as conn:
+        rows = {
+            row[0]: row[1:]
+            for row in conn.exec_driver_sql("SELECT key, model, request, response FROM llm_cache")
+        }
+        stamps = [row[0] for row in conn.exec_driver_sql("SELECT created_at FROM llm_cache")]
+    assert rows["k\ufffd"] == rows["k2"] == ("fake:m", '{"q":"\ufffd"}', '{"text":"a\\u0000"}')
+    forms = {len(s) if isinstance(s, str) else type(s) for s in stamps}  # SQLite keeps text
+    assert len(forms) == 1  # the same form of a timestamp either way

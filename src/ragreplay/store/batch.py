@@ -105,9 +105,11 @@ class BatchWriter(StoreBase):
         pinned: dict[tuple[str, str], Rewrite] = {}
         with self._write() as conn:
             if cache_rows:
-                conn.execute(self._insert_ignore(llm_cache, ["key"]), list(cache_rows.values()))
+                self._execute_rows(conn, self._insert_ignore(llm_cache, ["key"]), list(cache_rows.values()))
             if pin_rows:
-                conn.execute(self._insert_ignore(rewrites, ["case_id", "rewriter"]), list(pin_rows.values()))
+                self._execute_rows(
+                    conn, self._insert_ignore(rewrites, ["case_id", "rewriter"]), list(pin_rows.values())
+                )
                 for chunk in chunked(list(dict.fromkeys(case_id for case_id, _ in pin_rows))):
                     query = select(rewrites.c.case_id, rewrites.c.rewriter, rewrites.c.data).where(
                         rewrites.c.case_id.in_(chunk)
@@ -116,7 +118,9 @@ class BatchWriter(StoreBase):
                         if (case_id, rw) in pin_rows:
                             pinned[case_id, rw] = Rewrite.model_validate_json(data)
             if result_rows:
-                conn.execute(self._upsert(results, ["run_id", "case_id"]), list(result_rows.values()))
+                self._execute_rows(
+                    conn, self._upsert(results, ["run_id", "case_id"]), list(result_rows.values())
+                )
             if batch.comparison_rows:
                 self._comparisons.put_comparison_rows(conn, batch.comparison_rows)
             if batch.shadow_judgments:
