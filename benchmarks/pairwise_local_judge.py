@@ -53,7 +53,21 @@ PRIOR_WEIGHTS = {"grounded": 4.0, "recency": 2.0, "refusal": -2.0, "filler": -1.
 answer against an unsupported one moves the score by 4 logits (more than any fitted signal's full range); a
 full recency gap by 2; a refusal costs 2, so a refusal (grounding unknown, 0.5) loses to a supported answer by
 4 and ties with an unsupported one (4 * 0.5 = 2); a filler opening ("Sure! Great question.") costs 1."""
-FITTED = tuple(n for n in SideSignals.feature_names() if n not in PRIOR_WEIGHTS)
+REFERENCE_FEATURES = ("ref_f1",)
+"""Fitted on RAGChecker only (PandaLM has no reference): closeness of each side to the reference answer (token
+F1). With the USE cosine and the reference's term recall beside token F1 the
+cross-validated lean fell from 0.736 to 0.702 (they stay in the signals, weight 0)."""
+RAG_FEATURES = ("detail",)
+"""Fitted on RAGChecker only: how much an answer says (distinct content terms, log scale, saturating). PandaLM's
+short self-instruct tasks punish padding, RAG annotators reward completeness; it is left at 0 on PandaLM."""
+RAG_FITTED = (*RAG_FEATURES, *REFERENCE_FEATURES)
+REFERENCE_PRIORS = {"ref_numbers": 2.0}
+"""Set by hand: an answer whose numbers the reference does not state ("30 days" against a reviewed "25 days")
+loses 2 logits. Fitted on RAGChecker (long answers full of numbers, the gold answer holding only some) it came
+out 0; on a reviewer's short correct answer a changed number is what matters."""
+NOT_ON_PANDALM = ("ref_cosine", "ref_f1", "ref_recall", "ref_numbers", "detail")
+"""Features PandaLM does not fit: the reference features (no reference there) and detail (fitted on RAGChecker)."""
+FITTED = tuple(n for n in SideSignals.feature_names() if n not in PRIOR_WEIGHTS and n not in NOT_ON_PANDALM)
 LABELS: tuple[Winner, ...] = ("B", "tie", "A")
 SIGNS = {
     "first_relevance": 1,
@@ -146,12 +160,13 @@ def fit(x: np.ndarray, y: np.ndarray, similarity: np.ndarray, start: float) -> d
 
 def model_dict(fitted: dict[str, Any], metrics: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON the judge loads."""
-    weights = {n: fitted["weights"].get(n, PRIOR_WEIGHTS.get(n, 0.0)) for n in SideSignals.feature_names()}
+    priors = {**PRIOR_WEIGHTS, **REFERENCE_PRIORS}
+    weights = {n: fitted["weights"].get(n, priors.get(n, 0.0)) for n in SideSignals.feature_names()}
     return {
         "format": MODEL_FORMAT,
         "embedder": "use",
         "weights": weights,
-        "prior_weights": sorted(PRIOR_WEIGHTS),
+        "prior_weights": sorted({*PRIOR_WEIGHTS, *REFERENCE_PRIORS}),
         "tie": fitted["tie"],
         **DEFAULT_SETTINGS,
         "trained_on": "PandaLM testset-v1 (999 pairs, majority of 3 annotators)",
@@ -249,40 +264,390 @@ def report(m: dict[str, Any], seconds: float) -> str:
     return "\n".join(lines)
 
 
+# --- RAGChecker mode: RAG answers with a gold answer (the reference) -------------------------------------------
+
+RAGCHECKER = DATA.parents[1] / "pairwise-ragchecker-dev" / "ragchecker_dev.normalized.jsonl"
+
+
+@dataclass
+class RagRow:
+    """One RAGChecker annotation: its pair measured without and with the reference (gold) answer."""
+
+    group: str
+    pair_key: str
+    question: str
+    a: str
+    b: str
+    reference: str
+    label: Winner
+    plain: PairSignals
+    referenced: PairSignals
+
+
+def load_ragchecker(path: Path, limit: int | None) -> list[RagRow]:
+    """Rows of the RAGChecker dev half, each pair measured with and without its gold answer."""
+    raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    raw = raw[:limit] if limit else raw
+    encoder = MemoEncoder(get_embedder("use"))
+    thresholds = DEFAULT_SETTINGS["thresholds"]
+    out = []
+    for r in raw:
+        a, b = PairwiseSide(answer=str(r["answer_a"])), PairwiseSide(answer=str(r["answer_b"]))
+        dataset, query_id = str(r["pair_key"]).split("|")[:2]
+        out.append(
+            RagRow(
+                f"{dataset}|{query_id}",
+                str(r["pair_key"]),
+                r["question"],
+                a.answer,
+                b.answer,
+                str(r["reference"]),
+                r["label"],
+                pair_signals(encoder, r["question"], a, b, thresholds),
+                pair_signals(encoder, r["question"], a, b, thresholds, str(r["reference"])),
+            )
+        )
+    return out
+
+
+def _rag_design(
+    pairs: Sequence[PairSignals], base: PairwiseModel
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The fixed parts of the score (the PandaLM-fitted weights; the hand-set priors), the RAG feature
+    differences and the similarities."""
+    fitted, prior = [], []
+    for p in pairs:
+        contrib = base.contributions(p.a, p.b)
+        prior.append(sum(v for n, v in contrib.items() if n in PRIOR_WEIGHTS or n in REFERENCE_PRIORS))
+        fitted.append(
+            sum(v for n, v in contrib.items() if n not in PRIOR_WEIGHTS and n not in REFERENCE_PRIORS)
+        )
+    x = np.array([[p.a.features()[n] - p.b.features()[n] for n in RAG_FITTED] for p in pairs])
+    x = x.reshape(len(pairs), len(RAG_FITTED))
+    return np.array(fitted), np.array(prior), x, np.array([p.similarity for p in pairs])
+
+
+def _rag_nll(
+    p: np.ndarray,
+    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    tie: tuple[float, float],
+) -> float:
+    """Ordinal likelihood of both measurements of every row; ``p``: the RAG weights (standardised), the scale
+    of the PandaLM part with a reference, the tie base and its widening for near-identical answers with one."""
+    k, d = len(RAG_FITTED), len(RAG_FEATURES)
+    total = float(p[:k] @ p[:k]) * L2
+    for which, (offset, prior, x, y, g) in enumerate(parts):
+        inner = offset + x[:, :d] @ p[:d]
+        s = prior + (inner if which == 0 else p[k] * inner + x[:, d:] @ p[d:k])
+        t = np.exp(tie[0] + tie[1] * g) if which == 0 else np.exp(p[k + 1] + p[k + 2] * g)
+        p_tie = np.clip(expit(s + t) - expit(s - t), 1e-12, 1.0)
+        ll = np.where(y == 1, log_expit(s - t), np.where(y == -1, log_expit(-s - t), np.log(p_tie)))
+        total -= float(ll.sum())
+    return total
+
+
+def fit_rag(rows: Sequence[RagRow], base: PairwiseModel) -> dict[str, Any]:
+    """Fit on ``rows`` the RAG weights (sign >= 0), how much the PandaLM part still counts when a reference is
+    given, and the tie band with a reference; the PandaLM weights and tie band (without a reference) held fixed.
+    One ordinal likelihood over each row measured twice, without and with its reference."""
+    y = np.array([{"A": 1, "B": -1, "tie": 0}[r.label] for r in rows])
+    designs = [_rag_design([r.plain for r in rows], base), _rag_design([r.referenced for r in rows], base)]
+    d = len(RAG_FEATURES)
+    scale = np.vstack([designs[0][2][:, :d], designs[1][2][:, :d]]).std(axis=0)
+    scale = np.concatenate([scale, designs[1][2][:, d:].std(axis=0)])
+    scale[scale == 0] = 1.0
+    parts = [
+        (offset, prior, x / scale, y, similar(sim, base.similar_from)) for offset, prior, x, sim in designs
+    ]
+    k = len(RAG_FITTED)
+    p0 = np.zeros(k + 3)
+    p0[k], p0[k + 1], p0[k + 2] = 1.0, base.tie_base, base.tie_similar
+    bounds = [(0.0, None)] * k + [(0.0, 1.0), (None, None), (0.0, None)]
+    res = minimize(
+        _rag_nll, p0, args=(parts, (base.tie_base, base.tie_similar)), method="L-BFGS-B", bounds=bounds
+    )
+    return {
+        "weights": {n: round(float(w), 6) for n, w in zip(RAG_FITTED, res.x[:k] / scale, strict=True)},
+        "reference_scale": round(float(res.x[k]), 6),
+        "tie_reference": round(float(res.x[k + 1]), 6),
+        "tie_similar_reference": round(float(res.x[k + 2]), 6),
+    }
+
+
+def calibrate_bands(rows: Sequence[RagRow], model_json: dict[str, Any]) -> dict[str, float]:
+    """The explicit tie bands (``|score| < band`` is a tie), without and with the reference: on ``rows``, the
+    band that gets the most labels right (3-way), from 0 up to the 60th percentile of ``|score|``."""
+    model = PairwiseModel.from_dict(model_json)
+    gold = [r.label for r in rows]
+    out = {}
+    for key, referenced in (("band", False), ("band_reference", True)):
+        pairs = [r.referenced if referenced else r.plain for r in rows]
+        scores = [model.score(p.a, p.b) for p in pairs]
+        candidates = [0.0, *np.quantile(np.abs(scores), np.linspace(0.02, 0.6, 30))]
+        best, best_hits = 0.0, -1
+        for band in candidates:
+            trial = PairwiseModel.from_dict(_with_bands(model_json, {key: float(band)}))
+            hits = sum(
+                trial.decide(s, p.similarity, referenced) == g
+                for s, p, g in zip(scores, pairs, gold, strict=True)
+            )
+            if hits > best_hits:
+                best, best_hits = float(band), hits
+        out[key] = round(best, 6)
+    return out
+
+
+def _with_bands(model_json: dict[str, Any], bands: dict[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(json.dumps(model_json))
+    out["tie"].update(bands)
+    return out
+
+
+def fit_rag_all(rows: Sequence[RagRow], base_dict: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fit_rag`, then the tie bands calibrated on the same rows."""
+    rag = fit_rag(rows, PairwiseModel.from_dict(base_dict))
+    rag["bands"] = calibrate_bands(rows, with_rag(base_dict, rag))
+    return rag
+
+
+def with_rag(base_dict: dict[str, Any], rag: dict[str, Any]) -> dict[str, Any]:
+    """The model JSON with the RAG weights, the reference scale and the reference tie band from RAGChecker."""
+    out: dict[str, Any] = json.loads(json.dumps(base_dict))
+    out["weights"].update(rag["weights"])
+    out["weights"] = {n: out["weights"].get(n, 0.0) for n in SideSignals.feature_names()}
+    out["reference_features"] = sorted({*REFERENCE_FEATURES, *REFERENCE_PRIORS})
+    out["weights"].update(REFERENCE_PRIORS)
+    out["prior_weights"] = sorted({*out.get("prior_weights", ()), *REFERENCE_PRIORS})
+    out["reference_scale"] = rag["reference_scale"]
+    out["tie"]["reference"] = rag["tie_reference"]
+    out["tie"]["similar_reference"] = rag["tie_similar_reference"]
+    out["tie"].update(rag.get("bands", {}))
+    out["trained_on"] = (
+        "PandaLM testset-v1 (999 pairs, majority of 3 annotators); detail, the reference weights, the reference "
+        "scale and the reference tie band: RAGChecker meta-evaluation dev half (286 annotations)"
+    )
+    return out
+
+
+def base_part(data: dict[str, Any]) -> dict[str, Any]:
+    """The model JSON without what RAGChecker fitted (the PandaLM model alone)."""
+    out: dict[str, Any] = json.loads(json.dumps(data))
+    for name in RAG_FITTED:
+        out["weights"].pop(name, None)
+    for key in ("reference", "similar_reference", "band", "band_reference"):
+        out["tie"].pop(key, None)
+    out.pop("reference_features", None)
+    out.pop("reference_scale", None)
+    return out
+
+
+def rag_part(data: dict[str, Any]) -> dict[str, Any] | None:
+    """What RAGChecker fitted in a model JSON (``None`` when it has none), in :func:`fit_rag`'s form."""
+    if data.get("tie", {}).get("reference") is None:
+        return None
+    return {
+        "weights": {n: data["weights"].get(n, 0.0) for n in RAG_FITTED},
+        "reference_scale": data.get("reference_scale", 1.0),
+        "tie_reference": data["tie"]["reference"],
+        "tie_similar_reference": data["tie"].get("similar_reference", data["tie"]["similar"]),
+        "bands": {k: data["tie"][k] for k in ("band", "band_reference") if k in data["tie"]},
+    }
+
+
+def _closer(a: float, b: float) -> Winner:
+    return "A" if a > b else "B" if b > a else "tie"
+
+
+def rag_evaluate(rows: Sequence[RagRow], base_dict: dict[str, Any], folds: int, seed: int) -> dict[str, Any]:
+    """Cross-validated (folds grouped by question: both annotators and every system pair of a question stay
+    together) predictions of the judge without and with the reference, beside the baselines."""
+    groups = sorted({r.group for r in rows})
+    order = np.random.default_rng(seed).permutation(len(groups))
+    fold_of = {groups[g]: f for f, chunk in enumerate(np.array_split(order, folds)) for g in chunk}
+    pred: dict[str, list[Winner]] = {"judge": [], "judge_reference": []}
+    lean: dict[str, list[Winner]] = {"judge": [], "judge_reference": []}
+    by_index: dict[int, tuple[Winner, Winner, Winner, Winner]] = {}
+    for f in range(folds):
+        train = [r for r in rows if fold_of[r.group] != f]
+        model = PairwiseModel.from_dict(with_rag(base_dict, fit_rag_all(train, base_dict)))
+        for i, r in enumerate(rows):
+            if fold_of[r.group] != f:
+                continue
+            s0, s1 = model.score(r.plain.a, r.plain.b), model.score(r.referenced.a, r.referenced.b)
+            by_index[i] = (
+                model.decide(s0, r.plain.similarity),
+                model.decide(s1, r.referenced.similarity, True),
+                _closer(s0, 0.0),
+                _closer(s1, 0.0),
+            )
+    for i in range(len(rows)):
+        pred["judge"].append(by_index[i][0])
+        pred["judge_reference"].append(by_index[i][1])
+        lean["judge"].append(by_index[i][2])
+        lean["judge_reference"].append(by_index[i][3])
+    gold = [r.label for r in rows]
+    methods: dict[str, list[Winner]] = {
+        "judge_reference": pred["judge_reference"],
+        "judge": pred["judge"],
+        "closer_cosine": [
+            _closer(r.referenced.a.ref_cosine or 0, r.referenced.b.ref_cosine or 0) for r in rows
+        ],
+        "closer_f1": [_closer(r.referenced.a.ref_f1 or 0, r.referenced.b.ref_f1 or 0) for r in rows],
+        "longer_wins": [longer_wins(r.a, r.b) for r in rows],
+    }
+    decided = [i for i, g in enumerate(gold) if g != "tie"]
+    out: dict[str, Any] = {"n": len(rows), "folds": folds, "labels": {lab: gold.count(lab) for lab in LABELS}}
+    out["decided_n"] = len(decided)
+    for name, p in methods.items():
+        true_ties = [i for i, g in enumerate(gold) if g == "tie"]
+        said_tie = [i for i, q in enumerate(p) if q == "tie"]
+        judged = [i for i in decided if p[i] != "tie"]
+        out[name] = {
+            "decided_accuracy": float(np.mean([p[i] == gold[i] for i in decided])),
+            "both_decided_accuracy": float(np.mean([p[i] == gold[i] for i in judged]))
+            if judged
+            else float("nan"),
+            "both_decided_coverage": len(judged) / len(decided),
+            "accuracy_3way": float(np.mean([q == g for q, g in zip(p, gold, strict=True)])),
+            "kappa_3way": kappa(p, gold),
+            "ties_predicted": len(said_tie),
+            "tie_recall": float(np.mean([p[i] == "tie" for i in true_ties])) if true_ties else float("nan"),
+            "tie_precision": float(np.mean([gold[i] == "tie" for i in said_tie]))
+            if said_tie
+            else float("nan"),
+        }
+    for name in ("judge", "judge_reference"):
+        out[name]["lean_decided_accuracy"] = float(np.mean([lean[name][i] == gold[i] for i in decided]))
+    out["human"] = _human_agreement(rows)
+    return out
+
+
+def _human_agreement(rows: Sequence[RagRow]) -> dict[str, float]:
+    """The two annotators of a pair against each other (3-way agreement; decided: both decided, same side)."""
+    by_pair: dict[str, list[Winner]] = {}
+    for r in rows:
+        by_pair.setdefault(r.pair_key, []).append(r.label)
+    pairs = [v for v in by_pair.values() if len(v) == 2]
+    both_decided = [v for v in pairs if "tie" not in v]
+    one_tie = [v for v in pairs if "tie" in v]
+    return {
+        "pairs": len(pairs),
+        "agreement_3way": float(np.mean([v[0] == v[1] for v in pairs])) if pairs else float("nan"),
+        "agreement_both_decided": float(np.mean([v[0] == v[1] for v in both_decided]))
+        if both_decided
+        else float("nan"),
+        "tie_agreement": float(np.mean([v[0] == v[1] for v in one_tie])) if one_tie else float("nan"),
+    }
+
+
+def rag_report(m: dict[str, Any], seconds: float) -> str:
+    """The RAGChecker figures as a markdown table."""
+    lines = [
+        f"RAGChecker dev half: n={m['n']} annotations ({m['labels']}), decided {m['decided_n']}, "
+        f"{m['folds']}-fold CV grouped by question, {seconds:.0f} s",
+        "",
+        "| method | accuracy, decided pairs (a tie said is wrong) | accuracy where it decides too (coverage) | "
+        "accuracy (3-way) | kappa (3-way) | ties said | tie recall | tie precision |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    names = {
+        "judge_reference": "local pairwise judge, with the reference",
+        "judge": "local pairwise judge, no reference",
+        "closer_cosine": "closer to the gold answer (USE cosine)",
+        "closer_f1": "closer to the gold answer (token F1)",
+        "longer_wins": "longer answer wins",
+    }
+    for key, label in names.items():
+        r = m[key]
+        lines.append(
+            f"| {label} | {r['decided_accuracy']:.3f} | {r['both_decided_accuracy']:.3f} "
+            f"({r['both_decided_coverage']:.2f}) | {r['accuracy_3way']:.3f} | {r['kappa_3way']:.3f} | "
+            f"{r['ties_predicted']} | {r['tie_recall']:.3f} | {r['tie_precision']:.3f} |"
+        )
+    h = m["human"]
+    lines += [
+        "",
+        "judge's lean (sign of the score, no tie) on decided pairs: "
+        f"with the reference {m['judge_reference']['lean_decided_accuracy']:.3f}, "
+        f"without {m['judge']['lean_decided_accuracy']:.3f}",
+        f"annotator vs annotator ({h['pairs']} pairs): 3-way {h['agreement_3way']:.3f}, "
+        f"both decided {h['agreement_both_decided']:.3f}, one said tie: the other agreed {h['tie_agreement']:.3f}",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the metrics (and writes the model with ``--write``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--data", type=Path, default=None, help="the PandaLM or (--ragchecker) RAGChecker rows"
+    )
+    parser.add_argument(
+        "--ragchecker",
+        action="store_true",
+        help="RAG pairs with a gold answer: the judge with and without the reference, beside the baselines",
+    )
     parser.add_argument("--limit", type=int, default=None, help="use only the first N rows")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--similar-from", type=float, default=0.85, help="cosine where the tie band starts to widen"
     )
-    parser.add_argument("--write", action="store_true", help="fit on all rows and write the model JSON")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="fit on all rows and write the model JSON (PandaLM: the base model; --ragchecker: the RAG and "
+        "reference part; each keeps the other's part of --model-out)",
+    )
     parser.add_argument("--model-out", type=Path, default=DEFAULT_MODEL_PATH)
     parser.add_argument("--json", type=Path, default=None, help="also write the metrics here")
     args = parser.parse_args(argv)
-    if not args.data.exists():
-        sys.exit(f"PandaLM data not found at {args.data}. Fix: pass --data PATH")
+    data_path = args.data or (RAGCHECKER if args.ragchecker else DATA)
+    if not data_path.exists():
+        sys.exit(f"data not found at {data_path}. Fix: pass --data PATH")
+    current = json.loads(args.model_out.read_text(encoding="utf-8")) if args.model_out.exists() else None
     started = time.perf_counter()
-    rows = measure(load_rows(args.data, args.limit))
-    metrics = evaluate(rows, args.folds, args.seed, args.similar_from)
-    seconds = time.perf_counter() - started
-    print(report(metrics, seconds))
-    if args.write:
-        y = np.array([{"A": 1, "B": -1, "tie": 0}[r.label] for r in rows])
-        x, sim = design([r.pair for r in rows])
-        keys = ("n", "folds", "judge", "longer_wins", "always_b", "position_consistency")
-        summary = json.loads(
-            json.dumps({k: metrics[k] for k in keys}), parse_float=lambda v: round(float(v), 4)
-        )
-        data = model_dict(fit(x, y, sim, args.similar_from), summary)
-        args.model_out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-        print(f"wrote {args.model_out}")
+    if args.ragchecker:
+        if current is None:
+            sys.exit(
+                f"no model at {args.model_out} to add the reference part to. Fix: run without --ragchecker"
+            )
+        base = base_part(current)
+        rag_rows = load_ragchecker(data_path, args.limit)
+        metrics = rag_evaluate(rag_rows, base, args.folds, args.seed)
+        print(rag_report(metrics, time.perf_counter() - started))
+        if args.write:
+            data = with_rag(base, fit_rag_all(rag_rows, base))
+            data["metrics_ragchecker"] = _rounded(
+                {k: metrics[k] for k in ("n", "folds", "judge_reference", "judge", "human")}
+            )
+            _write(args.model_out, data)
+    else:
+        rows = measure(load_rows(data_path, args.limit))
+        metrics = evaluate(rows, args.folds, args.seed, args.similar_from)
+        print(report(metrics, time.perf_counter() - started))
+        if args.write:
+            y = np.array([{"A": 1, "B": -1, "tie": 0}[r.label] for r in rows])
+            x, sim = design([r.pair for r in rows])
+            keys = ("n", "folds", "judge", "longer_wins", "always_b", "position_consistency")
+            data = model_dict(fit(x, y, sim, args.similar_from), _rounded({k: metrics[k] for k in keys}))
+            rag = rag_part(current) if current is not None else None
+            if rag is not None:
+                data = with_rag(data, rag)
+                data["metrics_ragchecker"] = current.get("metrics_ragchecker", {}) if current else {}
+            _write(args.model_out, data)
     if args.json:
         args.json.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics
+
+
+def _rounded(metrics: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(json.dumps(metrics), parse_float=lambda v: round(float(v), 4)))
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

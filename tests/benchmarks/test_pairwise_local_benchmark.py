@@ -43,3 +43,33 @@ def test_the_benchmark_runs_on_a_small_subset_and_writes_a_loadable_model(tmp_pa
     assert sum(metrics["predicted"].values()) == 60
     judge = LocalPairwiseJudge(model_path=out)
     assert judge.model.weights and json.loads((tmp_path / "m.json").read_text())["n"] == 60
+
+
+RAGCHECKER = pairwise_local_judge.RAGCHECKER
+
+
+@pytest.mark.skipif(not RAGCHECKER.exists(), reason=f"RAGChecker dev data not at {RAGCHECKER}")
+def test_the_ragchecker_mode_runs_small_and_writes_the_reference_part(tmp_path: Path) -> None:
+    out = tmp_path / "model.json"
+    shipped = json.loads(pairwise_local_judge.DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))
+    out.write_text(json.dumps(pairwise_local_judge.base_part(shipped)), encoding="utf-8")
+    metrics = pairwise_local_judge.main(
+        ["--ragchecker", "--limit", "40", "--folds", "2", "--write", "--model-out", str(out)]
+    )
+    assert metrics["n"] == 40 and metrics["folds"] == 2
+    for method in ("judge_reference", "judge", "closer_cosine", "closer_f1", "longer_wins"):
+        figures = metrics[method]
+        assert 0.0 <= figures["decided_accuracy"] <= 1.0 and 0.0 <= figures["accuracy_3way"] <= 1.0
+        assert "tie_recall" in figures and "tie_precision" in figures
+    assert 0.0 <= metrics["human"]["agreement_3way"] <= 1.0
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["tie"]["reference"] is not None and "ref_f1" in written["reference_features"]
+    assert written["weights"]["grounded"] == shipped["weights"]["grounded"]  # the PandaLM part is kept
+    judge = LocalPairwiseJudge(model_path=out)
+    assert judge.model.tie_reference is not None
+    assert judge.prompt_version != LocalPairwiseJudge().prompt_version
+
+
+def test_the_baselines_closer_to_the_gold_answer() -> None:
+    assert pairwise_local_judge._closer(0.4, 0.2) == "A" and pairwise_local_judge._closer(0.1, 0.3) == "B"
+    assert pairwise_local_judge._closer(0.2, 0.2) == "tie"

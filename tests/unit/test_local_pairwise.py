@@ -278,7 +278,7 @@ def test_the_shipped_model_loads_and_names_its_version(judge: LocalPairwiseJudge
     model, digest = load_model()
     assert set(model.features) == set(SideSignals.feature_names())
     assert judge.name == "local:pairwise"
-    assert judge.prompt_version == f"local-pairwise-1.{digest}" and len(digest) == 8
+    assert judge.prompt_version == f"local-pairwise-2.{digest}" and len(digest) == 8
     data = json.loads(DEFAULT_MODEL_PATH.read_text(encoding="utf-8"))
     assert data["metrics"]["judge"]["accuracy"] >= 0.65  # fitted to the target on PandaLM (5-fold CV)
     # signs the fit may not reverse: more grounding / recency / substance helps, copying / refusing hurts

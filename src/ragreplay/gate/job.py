@@ -58,6 +58,9 @@ async def judge_item(
     failed = [f"{n}: {a.error}" for n, a in (("champion", champion), ("challenger", challenger)) if a.error]
     if failed:
         return _payload(ItemOutcome(**base, error="; ".join(failed)), extra, [], champion, challenger)
+    # A reviewer's correct answer (an open wound's, a regression set item's) is also the pairwise judge's
+    # reference: which side is closer to it says more than either answer alone.
+    reference = item.candidate.reference_answer
     pair = judge_pair(
         sides.pairwise,
         question,
@@ -65,8 +68,8 @@ async def judge_item(
         side_of(challenger, dates["challenger"]),
         "both",
         random.Random(f"{sides.seed}:{item.key}"),
+        reference=reference,
     )
-    reference = item.candidate.reference_answer
     checked = (
         _against_reference(sides.fit_judge, case, question, reference, challenger) if reference else None
     )

@@ -81,6 +81,11 @@ FEATURE_LABELS: dict[str, str] = {
     "repeated_phrases": "repeated phrases",
     "word_variety": "word variety",
     "substance": "substance (more than a few words)",
+    "ref_cosine": "closeness to the reference answer",
+    "ref_f1": "word overlap with the reference answer",
+    "ref_recall": "more of the reference answer's terms",
+    "ref_numbers": "numbers that agree with the reference answer",
+    "detail": "more distinct content",
 }
 """What each feature means, for the reason line."""
 
@@ -109,6 +114,22 @@ class PairwiseModel:
     similar_from: float
     settings: dict[str, Any]
     embedder: str = "use"
+    tie_reference: float | None = None
+    """The tie band's base with a reference answer (closeness to it spreads the scores: its own band)."""
+    reference_features: tuple[str, ...] = ()
+    """Features that measure closeness to a reference answer (their difference is 0 without one)."""
+    reference_scale: float = 1.0
+    """With a reference answer, the fitted answer-only features' contributions are multiplied by this: closeness
+    to a reviewed or gold answer says more about which answer is right than style signals read from the answers
+    alone. The hand-set ``prior_features`` (grounding in the chunks, recency, refusal, filler) are not scaled."""
+    prior_features: tuple[str, ...] = ()
+    """Features whose weights are set by hand, not fitted (``prior_weights`` in the JSON)."""
+    tie_similar_reference: float | None = None
+    """How much near-identical answers widen the tie band with a reference (``None``: as without one)."""
+    band: float = 0.0
+    """An explicit tie band: ``|score| < band`` is a tie (the signals are weak), calibrated so that predicted ties
+    fall where annotators tie; ``band_reference`` with a reference answer."""
+    band_reference: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<model>") -> PairwiseModel:
@@ -122,6 +143,14 @@ class PairwiseModel:
             tie = data["tie"]
             tie_base, tie_similar = float(tie["base"]), float(tie["similar"])
             similar_from = float(tie["similar_from"])
+            tie_reference = float(tie["reference"]) if tie.get("reference") is not None else None
+            reference_features = tuple(str(n) for n in data.get("reference_features", ()))
+            reference_scale = float(data.get("reference_scale", 1.0))
+            prior_features = tuple(str(n) for n in data.get("prior_weights", ()))
+            similar_reference = tie.get("similar_reference")
+            tie_similar_reference = float(similar_reference) if similar_reference is not None else None
+            band = float(tie.get("band", 0.0))
+            band_reference = float(tie["band_reference"]) if tie.get("band_reference") is not None else None
             settings = {"thresholds": dict(data["thresholds"]), "axes": dict(data["axes"])}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(
@@ -142,35 +171,65 @@ class PairwiseModel:
             similar_from,
             settings,
             str(data.get("embedder", "use")),
+            tie_reference,
+            reference_features,
+            reference_scale,
+            prior_features,
+            tie_similar_reference,
+            band,
+            band_reference,
         )
 
     def contributions(self, a: SideSignals, b: SideSignals) -> dict[str, float]:
-        """Each feature's share of the score ``s`` (positive favours A)."""
+        """Each feature's share of the score ``s`` (positive favours A); with a reference answer measured on
+        both sides, the fitted features that do not read it count ``reference_scale`` times."""
         fa, fb = a.features(), b.features()
-        return {n: w * (fa[n] - fb[n]) for n, w in zip(self.features, self.weights, strict=True)}
+        scale = self.reference_scale if _referenced(a, b) else 1.0
+        kept = {*self.reference_features, *self.prior_features}
+        return {
+            n: w * (fa[n] - fb[n]) * (1.0 if n in kept else scale)
+            for n, w in zip(self.features, self.weights, strict=True)
+        }
 
     def score(self, a: SideSignals, b: SideSignals) -> float:
         """``s = w . (f(A) - f(B))``: positive favours A, and swapping the sides negates it exactly."""
         return math.fsum(self.contributions(a, b).values())
 
-    def tie_width(self, similarity: float) -> float:
-        """The half-width ``t`` of the tie band, wider when the two answers are nearly the same text."""
+    def tie_width(self, similarity: float, referenced: bool = False) -> float:
+        """The half-width ``t`` of the tie band, wider when the two answers are nearly the same text; with a
+        reference answer (``referenced``) the band calibrated for judging against one."""
         similar = min(1.0, max(0.0, (similarity - self.similar_from) / (1.0 - self.similar_from)))
-        return math.exp(self.tie_base + self.tie_similar * similar)
+        base = self.tie_reference if referenced and self.tie_reference is not None else self.tie_base
+        widen = self.tie_similar
+        if referenced and self.tie_similar_reference is not None:
+            widen = self.tie_similar_reference
+        return math.exp(base + widen * similar)
 
-    def probabilities(self, score: float, similarity: float) -> dict[Winner, float]:
+    def tie_band(self, referenced: bool = False) -> float:
+        """The calibrated band: ``|score|`` below it is a tie."""
+        if referenced and self.band_reference is not None:
+            return self.band_reference
+        return self.band
+
+    def probabilities(self, score: float, similarity: float, referenced: bool = False) -> dict[Winner, float]:
         """P(A), P(tie), P(B) under the ordinal model."""
-        t = self.tie_width(similarity)
+        t = self.tie_width(similarity, referenced)
         p_a, p_b = _sigmoid(score - t), _sigmoid(-score - t)
         return {"A": p_a, "tie": max(0.0, 1.0 - p_a - p_b), "B": p_b}
 
-    def decide(self, score: float, similarity: float) -> Winner:
-        """The most probable outcome; a tie when the tie band is at least as likely as either side, or when
-        ``score`` is exactly 0 (the two sides are then equally likely, and neither order may be favoured)."""
-        p = self.probabilities(score, similarity)
-        if p["tie"] >= max(p["A"], p["B"]) or score == 0.0:
+    def decide(self, score: float, similarity: float, referenced: bool = False) -> Winner:
+        """The most probable outcome; a tie when the tie band is at least as likely as either side (the score is
+        inside the band, ``|score| < t`` roughly: the signals are weak), or when ``score`` is exactly 0 (the two
+        sides are then equally likely, and neither order may be favoured)."""
+        p = self.probabilities(score, similarity, referenced)
+        if p["tie"] >= max(p["A"], p["B"]) or abs(score) < self.tie_band(referenced) or score == 0.0:
             return "tie"
         return "A" if score > 0 else "B"
+
+
+def _referenced(a: SideSignals, b: SideSignals) -> bool:
+    """Both sides were measured against a reference answer."""
+    return a.ref_cosine is not None and b.ref_cosine is not None
 
 
 def _sigmoid(x: float) -> float:
@@ -274,11 +333,11 @@ class LocalPairwiseJudge:
                 f"get_embedder({self.model.embedder!r}) or leave the embedder out"
             )
         self._encoder = MemoEncoder(inner)
-        self._version = "local-pairwise-1." + digest
+        self._version = "local-pairwise-2." + digest
 
     @property
     def prompt_version(self) -> str:
-        """``local-pairwise-1.<hash of the model JSON>``: a refit model is a new version."""
+        """``local-pairwise-2.<hash of the model JSON>``: a refit model is a new version."""
         return self._version
 
     @property
@@ -291,16 +350,21 @@ class LocalPairwiseJudge:
         """The four default axes it scores."""
         return DEFAULT_AXIS_NAMES
 
-    def signals(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairSignals:
-        """Both sides' signals and the answers' similarity (blocking: embeds the texts)."""
-        return pair_signals(self._encoder, question, a, b, self.model.settings["thresholds"])
+    def signals(
+        self, question: str, a: PairwiseSide, b: PairwiseSide, reference: str | None = None
+    ) -> PairSignals:
+        """Both sides' signals and the answers' similarity (blocking: embeds the texts); with a ``reference``
+        answer, each side's closeness to it too."""
+        return pair_signals(self._encoder, question, a, b, self.model.settings["thresholds"], reference)
 
     def decide(self, pair: PairSignals) -> PairwiseJudgment:
-        """The judgment for already computed signals."""
+        """The judgment for already computed signals (judged against a reference when they hold one)."""
+        referenced = _referenced(pair.a, pair.b)
         score = self.model.score(pair.a, pair.b)
-        winner = self.model.decide(score, pair.similarity)
-        probabilities = self.model.probabilities(score, pair.similarity)
+        winner = self.model.decide(score, pair.similarity, referenced)
+        probabilities = self.model.probabilities(score, pair.similarity, referenced)
         raw = {
+            "reference": referenced,
             "score": round(score, 6),
             "similarity": round(pair.similarity, 6),
             "p": {k: round(v, 6) for k, v in probabilities.items()},
@@ -318,10 +382,13 @@ class LocalPairwiseJudge:
             raw=json.dumps(raw, sort_keys=True, default=str),
         )
 
-    async def judge(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairwiseJudgment:
-        """Judge one pair; a failure while measuring gives ``winner=None`` with the error, not an exception."""
+    async def judge(
+        self, question: str, a: PairwiseSide, b: PairwiseSide, reference: str | None = None
+    ) -> PairwiseJudgment:
+        """Judge one pair, against ``reference`` (a reviewed or gold answer) when given: closeness to it then
+        weighs most. A failure while measuring gives ``winner=None`` with the error, not an exception."""
         try:
-            pair = await asyncio.to_thread(self.signals, question, a, b)
+            pair = await asyncio.to_thread(self.signals, question, a, b, reference)
         except RagreplayError:
             raise
         except Exception as exc:  # recorded on the judgment: nothing is silently dropped

@@ -6,6 +6,7 @@ sorted order, whichever side they come from, so judging (A, B) and (B, A) sees t
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,9 @@ from ragreplay.judges import signals as sig
 
 MAX_UNITS = 30
 """Answer sentences checked for support (the rest of a runaway answer adds nothing)."""
+DETAIL_SATURATES = 80
+"""Distinct content terms at which ``detail`` reaches 1 (log scale): more distinct facts and names count, up to
+about a paragraph; repeating or padding adds no new terms."""
 MAX_CHUNK_SENTENCES = 60
 """Sentences read from one chunk."""
 RELEVANCE_SATURATES = 0.4
@@ -27,6 +31,7 @@ tells on-topic from off-topic answers without rewarding an answer that echoes th
 _LINE_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\(?\d{1,3}[.)]|[ivxIVX]{1,4}[.)]|[a-zA-Z][.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _ITEM = re.compile(r"(?<=[.!?;,])\s+")
+_NAME_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _HEDGE = re.compile(
     r"\b(i think|i believe|i guess|i'm not certain|probably|perhaps|maybe|it depends|as an ai"
     r"|ik denk|volgens mij|misschien|waarschijnlijk|het hangt ervan af|dat hangt ervan af)\b",
@@ -57,6 +62,11 @@ class SideSignals:
     repeated_phrases: float
     word_variety: float
     substance: float
+    ref_cosine: float | None = None
+    ref_f1: float | None = None
+    ref_recall: float | None = None
+    ref_numbers: float | None = None
+    detail: float = 0.0
     supporting_chunks: tuple[str, ...] = field(default=(), compare=False)
 
     @staticmethod
@@ -76,11 +86,16 @@ class SideSignals:
             "repeated_phrases",
             "word_variety",
             "substance",
+            "ref_cosine",
+            "ref_f1",
+            "ref_recall",
+            "ref_numbers",
+            "detail",
         )
 
     def features(self) -> dict[str, float]:
-        """The model's inputs: an unknown grounding or recency is the neutral 0.5, relevance is capped at
-        :data:`RELEVANCE_SATURATES`."""
+        """The model's inputs: an unknown grounding, recency or closeness to the reference is the neutral 0.5
+        (the same on both sides, so it drops out), relevance is capped at :data:`RELEVANCE_SATURATES`."""
         values = asdict(self)
         out = {n: float(values[n]) if values[n] is not None else 0.5 for n in self.feature_names()}
         for name in ("first_relevance", "answer_relevance"):
@@ -181,6 +196,7 @@ class _Side:
     chunk_owner: list[str]
     chunk_tokens: list[set[str]]
     chunk_numbers: list[set[str]]
+    chunk_names: list[set[str]]
 
     @classmethod
     def prepare(cls, side: PairwiseSide) -> _Side:
@@ -188,15 +204,17 @@ class _Side:
         units = [s for s in parts if len(sig.answer_tokens(s)) >= 3][:MAX_UNITS]
         if not units and parts:
             units = [side.answer.strip()]
-        chunk_sentences, owner, numbers = [], [], []
+        chunk_sentences, owner, numbers, names = [], [], [], []
         for chunk in side.contexts:
             if not chunk.text:
                 continue
             chunk_numbers = sig.numbers(chunk.text)
+            chunk_names = set(sig.answer_tokens(chunk.text))
             for s in sentences(chunk.text)[:MAX_CHUNK_SENTENCES]:
                 chunk_sentences.append(s)
                 owner.append(chunk.id)
                 numbers.append(chunk_numbers)
+                names.append(chunk_names)
         return cls(
             side,
             sig.answer_tokens(side.answer),
@@ -206,6 +224,7 @@ class _Side:
             owner,
             [set(sig.answer_tokens(s)) for s in chunk_sentences],
             numbers,
+            names,
         )
 
     def texts(self) -> list[str]:
@@ -218,16 +237,22 @@ class _Side:
         """Share of answer sentences some chunk sentence supports, and the chunks that support them.
 
         A sentence is supported by a chunk sentence that is close enough (cosine) or contains enough of its
-        content terms, from a chunk that states every number the sentence states: "27 days" is not supported
-        by a chunk that says 25, however similar the wording.
+        content terms, from a chunk that states every number and every name the sentence states: "27 days" is
+        not supported by a chunk that says 25, nor "approved by Mark Jansen" by one that names Anna de Vries,
+        however similar the wording.
         """
         if not self.chunk_sentences or not self.units:
             return None, []
         chunk_matrix = np.stack([vec[s] for s in self.chunk_sentences])
         supported, used = 0, []
         for unit in self.units:
-            stated = sig.numbers(unit)
-            allowed = np.array([stated <= nums for nums in self.chunk_numbers])
+            stated, named = sig.numbers(unit), names(unit)
+            allowed = np.array(
+                [
+                    stated <= nums and named <= chunk_names
+                    for nums, chunk_names in zip(self.chunk_numbers, self.chunk_names, strict=True)
+                ]
+            )
             if not allowed.any():
                 continue
             cosines = np.where(allowed, chunk_matrix @ vec[unit], -1.0)
@@ -266,13 +291,62 @@ def recency(
     return place(a_cited), place(b_cited)
 
 
+def names(text: str) -> set[str]:
+    """Capitalised words after the first of ``text`` (names by capitalisation), lowercased as tokens are."""
+    words = _NAME_WORD.findall(text)[1:]
+    return {
+        w.lower().replace("'", "") for w in words if w[0].isupper() and w.lower() not in sig.FUNCTION_WORDS
+    }
+
+
+def detail(tokens: Sequence[str]) -> float:
+    """Distinct content terms on a log scale, 0 to 1 at :data:`DETAIL_SATURATES`: how much an answer says."""
+    distinct = {t for t in tokens if t not in sig.FUNCTION_WORDS and (len(t) > 2 or t.isdigit())}
+    return min(1.0, math.log1p(len(distinct)) / math.log1p(DETAIL_SATURATES))
+
+
+def reference_recall(reference: str, tokens: Sequence[str]) -> float:
+    """Share of the reference's content terms the answer holds (exact, same stem, or inside a compound)."""
+    return term_coverage(reference, tokens)
+
+
+def quantities(text: str) -> set[tuple[str, str]]:
+    """``(unit, number)`` pairs: each number of ``text`` with the word after it ("25 vacation days": vacation)."""
+    tokens = sig.answer_tokens(text)
+    found = set()
+    for i, token in enumerate(tokens[:-1]):
+        number = sig.numbers(token)
+        unit = tokens[i + 1]
+        if number and not sig.numbers(unit) and unit not in sig.FUNCTION_WORDS:
+            found.add((unit, next(iter(number))))
+    return found
+
+
+def reference_numbers(reference: str, answer: str) -> float:
+    """1 minus the share of the answer's amounts that contradict the reference: the reference gives an amount of
+    the same unit, never this one ("30 days" against a reviewed "25 days": 0). 1 when no unit is shared."""
+    known: dict[str, set[str]] = {}
+    for unit, number in quantities(reference):
+        known.setdefault(unit, set()).add(number)
+    shared = [(u, n) for u, n in quantities(answer) if u in known]
+    if not shared:
+        return 1.0
+    return 1.0 - sum(n not in known[u] for u, n in shared) / len(shared)
+
+
 def pair_signals(
-    encoder: sig.TextEncoder, question: str, a: PairwiseSide, b: PairwiseSide, thresholds: Mapping[str, float]
+    encoder: sig.TextEncoder,
+    question: str,
+    a: PairwiseSide,
+    b: PairwiseSide,
+    thresholds: Mapping[str, float],
+    reference: str | None = None,
 ) -> PairSignals:
     """Measure both sides of a pair with one embedding batch (texts in sorted order, so the batch is the same
-    whichever side is A)."""
+    whichever side is A). With a ``reference`` (a reviewed or gold answer), each side's closeness to it too."""
+    reference = reference.strip() if reference and reference.strip() else None
     sides = [_Side.prepare(a), _Side.prepare(b)]
-    texts = sorted({question, *sides[0].texts(), *sides[1].texts()})
+    texts = sorted({question, *sides[0].texts(), *sides[1].texts(), *([reference] if reference else [])})
     vec = dict(zip(texts, encoder.encode(texts), strict=True))
     refusals = [bool(s.first) and sig.is_refusal(s.side.answer) for s in sides]
     # A refusal states nothing to check against the chunks: its grounding is unknown, not zero.
@@ -290,6 +364,16 @@ def pair_signals(
     out = []
     for s, (grounded, used), r, refused in zip(sides, grounding, recent, refusals, strict=True):
         answered = bool(s.first)
+        closeness: dict[str, float | None] = dict.fromkeys(
+            ("ref_cosine", "ref_f1", "ref_recall", "ref_numbers")
+        )
+        if reference is not None:
+            closeness = {
+                "ref_cosine": float(vec[reference] @ vec[s.side.answer.strip()]) if answered else 0.0,
+                "ref_f1": sig.token_f1(reference, s.side.answer),
+                "ref_recall": reference_recall(reference, s.tokens) if answered else 0.0,
+                "ref_numbers": reference_numbers(reference, s.side.answer),
+            }
         first_vec = vec[s.first] if answered else None
         whole_vec = vec[s.side.answer.strip()] if answered else None
         out.append(
@@ -307,6 +391,8 @@ def pair_signals(
                 repeated_phrases=repeated_phrases(s.tokens),
                 word_variety=word_variety(s.tokens),
                 substance=min(len(s.tokens), 10) / 10,
+                detail=detail(s.tokens),
+                **closeness,
                 supporting_chunks=tuple(used),
             )
         )

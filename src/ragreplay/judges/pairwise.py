@@ -99,6 +99,10 @@ Which answer serves the person who asked better, A or B?
 
 Reply with the JSON object only."""
 
+REFERENCE_NOTE = (
+    "A correct answer to the question (reviewed or gold); prefer the answer that agrees with it, and do not "
+    "reward wording copied from it over substance:"
+)
 PROMPT_FAMILY = "pairwise-2."
 _WINNER_KEYS = ("winner",)
 _FENCED = ("question", "answer_a", "chunks_a", "answer_b", "chunks_b")
@@ -253,10 +257,19 @@ class LLMPairwiseJudge:
         """The names of the axes scored."""
         return tuple(a.name for a in self.axes)
 
-    def request(self, question: str, a: PairwiseSide, b: PairwiseSide) -> ChatRequest:
-        """The chat request that asks the model to compare ``a`` (shown as A) with ``b`` (shown as B)."""
+    def request(
+        self, question: str, a: PairwiseSide, b: PairwiseSide, reference: str | None = None
+    ) -> ChatRequest:
+        """The chat request that asks the model to compare ``a`` (shown as A) with ``b`` (shown as B); with a
+        ``reference`` answer, it is shown after the question as a correct answer to compare against."""
+        if reference is not None and reference.strip():
+            question_block = (
+                fence("question", question) + "\n\n" + REFERENCE_NOTE + "\n" + fence("reference", reference)
+            )
+        else:
+            question_block = fence("question", question)
         user = PAIRWISE_USER_TEMPLATE.format(
-            question=fence("question", question),
+            question=question_block,
             answer_a=fence("answer_a", a.answer),
             chunks_a=fence("chunks_a", format_chunks(a)),
             answer_b=fence("answer_b", b.answer),
@@ -281,9 +294,12 @@ class LLMPairwiseJudge:
             },
         )
 
-    async def judge(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairwiseJudgment:
-        """Judge one ordering. Provider failures propagate; an unreadable reply gives ``winner=None``."""
-        response = await self._model.complete(self.request(question, a, b))
+    async def judge(
+        self, question: str, a: PairwiseSide, b: PairwiseSide, reference: str | None = None
+    ) -> PairwiseJudgment:
+        """Judge one ordering, with a correct ``reference`` answer when given. Provider failures propagate; an
+        unreadable reply gives ``winner=None``."""
+        response = await self._model.complete(self.request(question, a, b, reference))
         winner, scores_a, scores_b, reason = parse_pairwise_reply(response.text, self.axes)
         return PairwiseJudgment(
             winner=winner,

@@ -87,23 +87,32 @@ async def judge_pair(
     y: PairwiseSide,
     mode: OrderMode = "both",
     rng: random.Random | None = None,
+    reference: str | None = None,
 ) -> PairOutcome:
-    """Judge ``x`` against ``y``.
+    """Judge ``x`` against ``y``, against ``reference`` (a correct answer) when there is one.
 
     ``both``: both orderings, concurrently; disagreement gives a tie with ``consistent=False``; an unscored
     ordering gives ``winner=None``. ``random``: one ordering drawn from ``rng`` (a fresh unseeded generator
     when not given), ``consistent`` is ``None``. Provider errors from the judge propagate (the other ordering
     is cancelled).
     """
+    reference = reference if reference and reference.strip() else None
+
+    def call(a: PairwiseSide, b: PairwiseSide) -> Coroutine[Any, Any, PairwiseJudgment]:
+        # judges written before references existed keep working where there is none
+        if reference is None:
+            return judge.judge(question, a, b)
+        return judge.judge(question, a, b, reference=reference)
+
     if mode == "both":
-        first, second = await _both(judge.judge(question, x, y), judge.judge(question, y, x))
+        first, second = await _both(call(x, y), call(y, x))
         judgments: list[tuple[Ordering, PairwiseJudgment]] = [("xy", first), ("yx", second)]
         winner, consistent = _combine([side_winner(o, j.winner) for o, j in judgments])
         return PairOutcome(winner=winner, consistent=consistent, judgments=judgments, mode=mode)
     if mode == "random":
         ordering: Ordering = "xy" if (rng or random.Random()).random() < 0.5 else "yx"
         a, b = (x, y) if ordering == "xy" else (y, x)
-        judgment = await judge.judge(question, a, b)
+        judgment = await call(a, b)
         return PairOutcome(
             winner=side_winner(ordering, judgment.winner),
             consistent=None,

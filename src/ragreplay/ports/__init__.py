@@ -161,6 +161,11 @@ class PairwiseJudge(Protocol):
         """Version of the pairwise prompt or model, stored on every judgment."""
         ...
 
-    async def judge(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairwiseJudgment:
-        """Judge one ordering of a pair; an unparseable reply gives ``winner=None``, never an exception."""
+    async def judge(
+        self, question: str, a: PairwiseSide, b: PairwiseSide, reference: str | None = None
+    ) -> PairwiseJudgment:
+        """Judge one ordering of a pair; an unparseable reply gives ``winner=None``, never an exception.
+
+        ``reference``: a correct answer to the question when there is one (a reviewer's, a gold answer); the
+        judge weighs closeness to it. Callers pass it only when they have one, as a keyword."""
         ...

@@ -1,0 +1,207 @@
+"""The local pairwise judge with a reference answer (issue 14, part 2): closeness to a reviewed or gold answer
+moves the verdict, weak signals give a tie, and the reference reaches the judge from the gate's items; the LLM
+pairwise judge shows it in its prompt."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ragreplay.core.pairwise import PairwiseJudgment, PairwiseSide
+from ragreplay.core.regset import Candidate, SetItem
+from ragreplay.core.types import Answer, Case, Fit, Judgment
+from ragreplay.gate.job import GateSides, judge_item
+from ragreplay.judges.local_pairwise import LocalPairwiseJudge, PairwiseModel, load_model
+from ragreplay.judges.local_pairwise_signals import SideSignals, names
+from ragreplay.judges.position import judge_pair
+
+QUESTION = "How many vacation days do full-time employees get per year?"
+REFERENCE = (
+    "Full-time employees get 25 vacation days per calendar year; part-time staff get a pro-rated number."
+)
+RIGHT = "Full-time employees receive 25 vacation days each calendar year."
+WRONG = "Full-time employees receive 30 vacation days each calendar year."
+
+
+@pytest.fixture(scope="module")
+def judge() -> LocalPairwiseJudge:
+    return LocalPairwiseJudge()
+
+
+async def test_the_reference_moves_the_verdict_to_the_side_closer_to_it(judge: LocalPairwiseJudge) -> None:
+    right, wrong = PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG)
+    # without chunks or a reference, "25 days" and "30 days" are near-identical answers: a tie
+    assert (await judge.judge(QUESTION, right, wrong)).winner == "tie"
+    ab = await judge.judge(QUESTION, right, wrong, reference=REFERENCE)
+    ba = await judge.judge(QUESTION, wrong, right, reference=REFERENCE)
+    assert (ab.winner, ba.winner) == ("A", "B")
+    assert "reference" in ab.reason
+    raw = json.loads(ab.raw)
+    assert raw["reference"] is True and raw["a"]["ref_f1"] > raw["b"]["ref_f1"]
+
+
+async def test_the_reference_outweighs_style_signals(judge: LocalPairwiseJudge) -> None:
+    # A longer, fluent answer that misses the reference's facts, against a short one that states them
+    vague = PairwiseSide(
+        answer="Vacation entitlement depends on your contract, your role and local regulations, so please "
+        "check with your manager or the HR portal for the details that apply to you."
+    )
+    short = PairwiseSide(
+        answer="You get 25 vacation days per calendar year, pro-rated if you work part-time."
+    )
+    with_ref = await judge.judge(QUESTION, vague, short, reference=REFERENCE)
+    assert with_ref.winner == "B"
+    assert (await judge.judge(QUESTION, short, vague, reference=REFERENCE)).winner == "A"
+
+
+async def test_weak_signals_give_a_tie(judge: LocalPairwiseJudge) -> None:
+    # two answers as close to the reference as each other: no side is clearly better
+    a = PairwiseSide(answer="Full-time employees get 25 vacation days per calendar year.")
+    b = PairwiseSide(answer="Per calendar year, full-time employees get 25 vacation days.")
+    judgment = await judge.judge(QUESTION, a, b, reference=REFERENCE)
+    assert judgment.winner == "tie" and judgment.reason.startswith("tie")
+
+
+def test_the_tie_band_is_calibrated_separately_with_a_reference() -> None:
+    model, _ = load_model()
+    assert model.tie_reference is not None and "ref_f1" in model.reference_features
+    band = model.tie_band(referenced=True)
+    assert band > 0.0 and model.band_reference == band
+    # inside the calibrated band the signals are weak: a tie, whichever side leans
+    assert model.decide(0.5 * band, 0.0, referenced=True) == "tie"
+    assert model.decide(-0.5 * band, 0.0, referenced=True) == "tie"
+    without_band = PairwiseModel(**{**model.__dict__, "band_reference": 0.0})
+    assert without_band.decide(0.5 * band, 0.0, referenced=True) == "A"  # the ordinal band alone decides
+    strong = 2.0 * model.tie_width(0.0, referenced=True) + band
+    assert model.decide(strong, 0.0, referenced=True) == "A"
+    assert model.decide(-strong, 0.0, referenced=True) == "B"
+
+
+def test_without_a_reference_the_reference_features_drop_out(judge: LocalPairwiseJudge) -> None:
+    pair = judge.signals(QUESTION, PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG))
+    assert pair.a.ref_f1 is None and pair.b.ref_cosine is None
+    contrib = judge.model.contributions(pair.a, pair.b)
+    assert contrib["ref_f1"] == 0.0
+    measured = judge.signals(QUESTION, PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG), REFERENCE)
+    assert measured.a.ref_f1 is not None and measured.a.ref_f1 > measured.b.ref_f1  # type: ignore[operator]
+    assert "ref_f1" in SideSignals.feature_names()
+
+
+def test_an_empty_reference_is_no_reference(judge: LocalPairwiseJudge) -> None:
+    pair = judge.signals(QUESTION, PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG), "   ")
+    assert pair.a.ref_f1 is None
+
+
+async def test_grounding_checks_names_as_well_as_numbers(judge: LocalPairwiseJudge) -> None:
+    from ragreplay.core.types import RetrievedChunk
+
+    chunk = RetrievedChunk(
+        id="c1", text="Expense claims above 500 euros are approved by Anna de Vries in Finance."
+    )
+    named = PairwiseSide(
+        answer="Claims above 500 euros are approved by Anna de Vries in Finance.", contexts=[chunk]
+    )
+    other = PairwiseSide(
+        answer="Claims above 500 euros are approved by Mark Jansen in Finance.", contexts=[chunk]
+    )
+    pair = judge.signals("Who approves large expense claims?", named, other)
+    assert pair.a.grounded == 1.0 and pair.b.grounded == 0.0
+    assert names("approved by Mark Jansen in Finance.") == {"mark", "jansen", "finance"}
+    assert (await judge.judge("Who approves large expense claims?", named, other)).winner == "A"
+
+
+class _Recording:
+    """A pairwise judge that records the reference it was given (and one written before references existed)."""
+
+    name = "recording"
+    prompt_version = "r1"
+
+    def __init__(self) -> None:
+        self.references: list[str | None] = []
+
+    async def judge(
+        self, question: str, a: PairwiseSide, b: PairwiseSide, reference: str | None = None
+    ) -> PairwiseJudgment:
+        self.references.append(reference)
+        return PairwiseJudgment(
+            winner="tie", scores_a=None, scores_b=None, reason="", judge="r", prompt_version="r1"
+        )
+
+
+class _Old:
+    name = "old"
+    prompt_version = "o1"
+
+    async def judge(self, question: str, a: PairwiseSide, b: PairwiseSide) -> PairwiseJudgment:
+        return PairwiseJudgment(
+            winner="A", scores_a=None, scores_b=None, reason="", judge="o", prompt_version="o1"
+        )
+
+
+async def test_judge_pair_passes_the_reference_in_both_orders_and_old_judges_still_work() -> None:
+    rec = _Recording()
+    x, y = PairwiseSide(answer="x"), PairwiseSide(answer="y")
+    await judge_pair(rec, "q", x, y, "both", reference="the answer")
+    assert rec.references == ["the answer", "the answer"]
+    outcome = await judge_pair(_Old(), "q", x, y, "both")
+    assert outcome.winner == "tie" and outcome.consistent is False
+
+
+class _Target:
+    def __init__(self, name: str, text: str) -> None:
+        self.name, self.version, self.text = name, "v1", text
+
+    async def answer(self, question: str, case: Case) -> Answer:
+        return Answer(text=self.text)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Fit:
+    name = "fit"
+    prompt_version = "f1"
+
+    async def judge(self, case: Case, question: str, new_answer: Answer) -> Judgment:
+        return Judgment(fit=Fit.FIT, judge="fit", prompt_version="f1")
+
+
+def _item(reference: str | None) -> SetItem:
+    c = Candidate(source="shadow", source_id="row-1", question=QUESTION, reference_answer=reference)
+    return SetItem(
+        key=c.key, stratum="wound", candidate=c, cluster=0, inclusion_probability=1.0, count=1, weight=1.0
+    )
+
+
+@pytest.mark.parametrize("reference", [REFERENCE, None])
+async def test_the_gate_gives_a_wounds_reviewed_answer_to_the_pairwise_judge(reference: str | None) -> None:
+    rec = _Recording()
+    sides = GateSides(_Target("champion", WRONG), _Target("challenger", RIGHT), rec, _Fit())  # type: ignore[arg-type]
+    payload: dict[str, Any] = await judge_item(sides, _item(reference), {"champion": {}, "challenger": {}})
+    assert payload["outcome"]["error"] is None
+    assert rec.references == [reference, reference]
+
+
+async def test_the_gate_with_the_local_judge_prefers_the_side_matching_the_reviewed_answer(
+    judge: LocalPairwiseJudge,
+) -> None:
+    sides = GateSides(_Target("champion", WRONG), _Target("challenger", RIGHT), judge, _Fit())  # type: ignore[arg-type]
+    with_ref = await judge_item(sides, _item(REFERENCE), {"champion": {}, "challenger": {}})
+    without = await judge_item(sides, _item(None), {"champion": {}, "challenger": {}})
+    assert with_ref["outcome"]["winner"] == "challenger" and with_ref["outcome"]["consistent"] is True
+    assert without["outcome"]["winner"] == "tie"
+
+
+def test_the_llm_pairwise_prompt_shows_the_reference() -> None:
+    from ragreplay.judges.pairwise import REFERENCE_NOTE, LLMPairwiseJudge
+
+    class _Model:
+        name = "fake:model"
+
+    llm = LLMPairwiseJudge(_Model())  # type: ignore[arg-type]
+    a, b = PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG)
+    shown = llm.request(QUESTION, a, b, REFERENCE).messages[-1].content
+    assert REFERENCE_NOTE in shown and "<reference>" in shown and REFERENCE in shown
+    assert "<reference>" not in llm.request(QUESTION, a, b).messages[-1].content
