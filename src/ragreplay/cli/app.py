@@ -142,6 +142,25 @@ COMMANDS = (
             "items with a changed judge, old vs new side by side; the `history` of agreement per judge version."
         ),
     ),
+    LazyCommand(
+        "eval",
+        "ragreplay.cli.eval_cmd:eval_command",
+        (
+            "Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and "
+            "LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per "
+            "row)."
+        ),
+    ),
+    LazyCommand(
+        "eval-report",
+        "ragreplay.cli.eval_cmd:eval_report",
+        "Show a stored eval run again from its saved rows: no model is called.",
+    ),
+    LazyCommand(
+        "evals",
+        "ragreplay.cli.eval_cmd:evals",
+        "List eval runs, newest first: dataset, judge, rows and status.",
+    ),
 )
 """Every command, in the order ``ragreplay --help`` lists them, with the first paragraph of its help: a command's
 module (and the store, the HTTP clients, the servers it imports) is imported only when that command is used."""

@@ -1,0 +1,151 @@
+"""`ragreplay eval`: score a dataset (JSONL) with retrieval, lexical and LLM-judged metrics; `ragreplay evals` and
+`ragreplay eval-report` list and re-show stored eval runs.
+
+Exit codes: 0 every row scored, 1 some rows errored (the judge failed after its retries: run the same command
+again to retry them), 2 a mistake in the input or the flags (file, line, field and fix are named), 130
+interrupted (saved rows are kept: the same command resumes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragreplay.cli.common import console, count_progress, err_console, info, open_store, settings_from
+from ragreplay.errors import ConfigError
+from ragreplay.evaluation.run import EvalReport, evaluate_dataset, stored_report
+from ragreplay.ingest.eval_dataset import read_eval_dataset
+from ragreplay.jobs.runner import Progress
+from ragreplay.report.eval import EVAL_FORMATS, render_eval
+from ragreplay.settings import Settings
+from ragreplay.store import Store
+from ragreplay.store.evals import EvalRunRecord
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in EVAL_FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(EVAL_FORMATS)}")
+
+
+def _emit(report: EvalReport, fmt: str, output: Path | None) -> None:
+    text = render_eval(report, fmt)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+        info(f"report written to {output}")
+    else:
+        sys.stdout.write(text)
+    errored = report.summary.errors
+    if errored:
+        err_console.print(
+            f"{errored} row(s) errored: run the same command again to retry them", highlight=False
+        )
+        raise typer.Exit(1)
+
+
+async def _eval(
+    store: Store, settings: Settings, dataset: Path, judge: str | None, fresh: bool
+) -> EvalReport:
+    rows = read_eval_dataset(dataset)
+    bar = count_progress()
+    task = bar.add_task("evaluating", total=len(rows))
+
+    def on_plan(record: EvalRunRecord, left: int, resumed: bool) -> None:
+        if resumed and left:
+            err_console.print(
+                f"resuming eval run {record.id}: {record.n_rows - left} of {record.n_rows} rows done",
+                highlight=False,
+            )
+        elif resumed:
+            err_console.print(f"eval run {record.id} is done: shown again, no call made", highlight=False)
+        bar.update(task, completed=record.n_rows - left)
+
+    def on_progress(p: Progress) -> None:
+        bar.update(task, completed=p.done)
+
+    with bar:
+        return await evaluate_dataset(
+            store, settings, rows, str(dataset), judge, fresh=fresh, on_plan=on_plan, progress=on_progress
+        )
+
+
+def eval_command(
+    dataset: Annotated[
+        Path, typer.Argument(help="Dataset JSONL: id, question, answer, reference, contexts, ...")
+    ],
+    judge: Annotated[
+        str | None,
+        typer.Option(help="LLM judge, provider:model (fake:default works offline); without: no LLM metrics"),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Rows scored at once [default: 16]")] = None,
+    cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
+    fresh: Annotated[
+        bool,
+        typer.Option("--fresh", help="Start a new eval run even if one of the same rows and judge exists"),
+    ] = False,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
+    LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row).
+
+    Each row is saved as it is scored: the same command resumes a killed run without repeating a call, and shows
+    a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
+    """
+    _check_format(fmt)
+    settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
+    with open_store(settings.db, create=True) as store:
+        try:
+            report = asyncio.run(_eval(store, settings, dataset, judge, fresh))
+        except KeyboardInterrupt:
+            err_console.print(
+                "\n[yellow]interrupted.[/yellow] Scored rows are saved; run the same command again to resume."
+            )
+            raise typer.Exit(130) from None
+    _emit(report, fmt, output)
+
+
+def eval_report(
+    eval_id: Annotated[str, typer.Argument(help="Eval run id or a unique prefix of it")],
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """Show a stored eval run again from its saved rows: no model is called."""
+    _check_format(fmt)
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        record = store.evals.get_eval(eval_id)
+        if record is None:
+            raise ConfigError(
+                f"no eval run {eval_id!r} in {store.url}. Fix: pick an id from `ragreplay evals`"
+            )
+        report = stored_report(store, record)
+    _emit(report, fmt, output)
+
+
+def evals(
+    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most N runs")] = 20,
+    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+) -> None:
+    """List eval runs, newest first: dataset, judge, rows and status."""
+    settings = settings_from(config, db=db)
+    with open_store(settings.db) as store:
+        records = store.evals.list_evals(limit)
+    if not records:
+        console.print("no eval runs yet: run `ragreplay eval DATASET --judge provider:model`")
+        return
+    for r in records:
+        console.print(
+            f"{r.id}  {r.status.value:<11}  {r.created_at:%Y-%m-%d %H:%M}  {r.n_rows} rows  "
+            f"judge {r.judge or '-'}  {r.dataset}",
+            highlight=False,
+            soft_wrap=True,
+        )

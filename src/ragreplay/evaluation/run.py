@@ -1,0 +1,251 @@
+"""Evaluate a dataset: per row the retrieval metrics (when judgments are given), the lexical metrics (when a
+reference is given) and the LLM-judged metrics (one judge call per row), run by :func:`~ragreplay.jobs.runner.run_job`
+and saved through the one :class:`~ragreplay.jobs.writer.StoreWriter`.
+
+A run is identified by the hash of the dataset's content, the judge, its prompt version and the metrics asked for.
+The same command on an unfinished run resumes it (saved rows are kept, the judge's replies come from the model
+cache); on a finished one it shows the stored rows again without a call, retrying only rows that errored;
+``fresh`` starts anew.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ragreplay.core.chat import ProviderError
+from ragreplay.core.eval import EvalRow, EvalSummary, MetricValue, RowScores, summarize
+from ragreplay.core.ids import content_hash
+from ragreplay.core.retrieval_metrics import metric_value
+from ragreplay.core.runs import RunStatus
+from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
+from ragreplay.jobs.writer import StoreWriter
+from ragreplay.metrics.lexical import bleu, exact_match, rouge_l, token_f1
+from ragreplay.metrics.llm import LLM_METRICS, PROMPT_VERSION, score_row
+from ragreplay.ports import ChatModel
+from ragreplay.providers.registry import ModelFactory
+from ragreplay.settings import Settings
+from ragreplay.store import Store
+from ragreplay.store.evals import EvalRowRecord, EvalRunRecord
+
+RETRIEVAL_METRICS = ("P@5", "R@10", "Hit@5", "MRR", "nDCG@10", "MAP")
+"""The retrieval metrics computed for a row with judgments (trec_eval conventions, linear gain)."""
+LEXICAL_METRICS = ("bleu", "rouge_l", "token_f1", "exact_match")
+"""Computed for a row with a reference; ``bleu`` is sacrebleu's sentence BLEU divided by 100 (0-1)."""
+METRIC_ORDER = (*LLM_METRICS, *LEXICAL_METRICS, *RETRIEVAL_METRICS)
+
+
+def retrieval_scores(row: EvalRow, metrics: Sequence[str] = RETRIEVAL_METRICS) -> dict[str, MetricValue]:
+    """The retrieval metrics of a row with judgments (none without)."""
+    if row.judgments is None:
+        return {}
+    ranking = row.ranking()
+    return {m: MetricValue.of(metric_value(m, ranking, row.judgments)) for m in metrics}
+
+
+def has_reference(row: EvalRow) -> bool:
+    """Whether the row has a non-blank reference."""
+    return row.reference is not None and row.reference.strip() != ""
+
+
+def lexical_scores(row: EvalRow) -> dict[str, MetricValue]:
+    """BLEU (0-1), ROUGE-L, token F1 and exact match against the reference (none without one)."""
+    if not has_reference(row) or row.reference is None:
+        return {}
+    ref = row.reference
+    return {
+        "bleu": MetricValue.of(bleu(row.answer, ref) / 100.0),
+        "rouge_l": MetricValue.of(rouge_l(row.answer, ref)),
+        "token_f1": MetricValue.of(token_f1(row.answer, ref)),
+        "exact_match": MetricValue.of(1.0 if exact_match(row.answer, ref) else 0.0),
+    }
+
+
+@dataclass
+class EvalJob:
+    """Scores one row and saves it; a judge that fails after its retries makes an error row (retried on
+    resume), never an exception."""
+
+    eval_id: str
+    judge: ChatModel | None
+    writer: StoreWriter
+    positions: Mapping[str, int]
+
+    async def run_one(self, row: EvalRow) -> RowScores:
+        """Every metric of ``row``, saved before it returns."""
+        metrics = {**retrieval_scores(row), **lexical_scores(row)}
+        claims: dict[str, object] = {}
+        raw, calls, cached, cost, error = "", 0, False, 0.0, None
+        if self.judge is not None:
+            calls = 1
+            try:
+                scored = await score_row(self.judge, row)
+            except ProviderError as exc:
+                error = f"judge call failed: {exc}"
+            else:
+                metrics.update(scored.metrics)
+                raw, cached, cost = scored.response.text, scored.response.cached, scored.response.cost_usd
+                claims = scored.counts.as_dict() if scored.counts is not None else {"problem": scored.problem}
+        scores = RowScores(
+            row_id=row.id,
+            tags=row.tags,
+            metrics=metrics,
+            claims=claims,
+            raw_reply=raw,
+            calls=calls,
+            cached=cached,
+            cost_usd=cost,
+            error=error,
+        )
+        record = EvalRowRecord(
+            eval_id=self.eval_id,
+            row_id=row.id,
+            position=self.positions[row.id],
+            error=error is not None,
+            payload=scores.model_dump(mode="json"),
+        )
+        await self.writer.save_eval_rows([record])
+        return scores
+
+    def count(self, progress: Progress, result: RowScores) -> None:
+        """Errors, rows with an undetermined LLM metric (as unscorable) and cost."""
+        if result.error is not None:
+            progress.errors += 1
+        elif any(result.metrics[m].value is None for m in LLM_METRICS if m in result.metrics):
+            progress.unscorable += 1
+        progress.cost_usd += result.cost_usd
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """A finished (or re-shown) eval run: its record, every row's scores and the summary."""
+
+    record: EvalRunRecord
+    rows: tuple[RowScores, ...]
+    summary: EvalSummary
+    resumed: bool = False
+    reshown: bool = False
+
+
+PlanCallback = Callable[[EvalRunRecord, int, bool], None]
+"""Told the run, how many rows are left and whether it resumes, before any row is scored."""
+
+
+def config_hash(rows: Sequence[EvalRow], judge_spec: str | None) -> str:
+    """The identity of a run: the rows' content, the judge, its prompt version and the metrics."""
+    return content_hash(
+        {
+            "rows": content_hash([r.model_dump(mode="json") for r in rows], 32),
+            "judge": judge_spec,
+            "prompt_version": PROMPT_VERSION if judge_spec else None,
+            "retrieval": list(RETRIEVAL_METRICS),
+            "lexical": list(LEXICAL_METRICS),
+        },
+        32,
+    )
+
+
+def stored_rows(store: Store, eval_id: str) -> tuple[RowScores, ...]:
+    """The saved rows of an eval run, in dataset order."""
+    return tuple(RowScores.model_validate(r.payload) for r in store.evals.load_eval_rows(eval_id))
+
+
+def stored_report(store: Store, record: EvalRunRecord) -> EvalReport:
+    """An eval run shown again from its saved rows: no call is made."""
+    rows = stored_rows(store, record.id)
+    return EvalReport(record=record, rows=rows, summary=summarize(rows, METRIC_ORDER), reshown=True)
+
+
+def _plan(
+    store: Store, rows: Sequence[EvalRow], dataset: str, judge_spec: str | None, fresh: bool
+) -> tuple[EvalRunRecord, list[EvalRow], bool]:
+    digest = config_hash(rows, judge_spec)
+    existing = None if fresh else store.evals.find_eval(digest)
+    if existing is not None:
+        done = store.evals.scored_row_ids(existing.id)
+        return existing, [r for r in rows if r.id not in done], True
+    now = datetime.now(UTC)
+    record = EvalRunRecord(
+        id=f"eval_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(2)}",
+        created_at=now,
+        status=RunStatus.RUNNING,
+        dataset=dataset,
+        judge=judge_spec or "",
+        prompt_version=PROMPT_VERSION if judge_spec else "",
+        config={"retrieval": list(RETRIEVAL_METRICS), "lexical": list(LEXICAL_METRICS), "rows": len(rows)},
+        config_hash=digest,
+        n_rows=len(rows),
+    )
+    store.evals.create_eval(record)
+    return record, list(rows), False
+
+
+async def evaluate(
+    store: Store,
+    writer: StoreWriter,
+    rows: Sequence[EvalRow],
+    dataset: str,
+    judge: ChatModel | None,
+    judge_spec: str | None,
+    concurrency: int = 16,
+    fresh: bool = False,
+    on_plan: PlanCallback | None = None,
+    progress: ProgressCallback | None = None,
+) -> EvalReport:
+    """Score every row not saved yet, then summarize the whole run (see the module docstring)."""
+    record, todo, resumed = _plan(store, rows, dataset, judge_spec, fresh)
+    if on_plan is not None:
+        on_plan(record, len(todo), resumed)
+    if resumed and record.status == RunStatus.DONE and not todo:
+        return stored_report(store, record)
+    store.evals.set_eval_status(record.id, RunStatus.RUNNING)
+    job = EvalJob(record.id, judge, writer, {r.id: i for i, r in enumerate(rows)})
+    plan = JobPlan(todo=todo, progress=Progress(total=len(rows), done=len(rows) - len(todo)))
+    try:
+        await run_job(job, plan, concurrency, progress)
+    except BaseException:
+        store.evals.set_eval_status(record.id, RunStatus.INTERRUPTED)
+        raise
+    scored = stored_rows(store, record.id)
+    summary = summarize(scored, METRIC_ORDER)
+    store.evals.finish_eval(record.id, summary.model_dump(mode="json"))
+    finished = store.evals.get_eval(record.id) or record
+    return EvalReport(record=finished, rows=scored, summary=summary, resumed=resumed)
+
+
+async def evaluate_dataset(
+    store: Store,
+    settings: Settings,
+    rows: Sequence[EvalRow],
+    dataset: str,
+    judge_spec: str | None,
+    fresh: bool = False,
+    env: Mapping[str, str] | None = None,
+    on_plan: PlanCallback | None = None,
+    progress: ProgressCallback | None = None,
+) -> EvalReport:
+    """:func:`evaluate` with the judge built from ``judge_spec`` (``provider:model``; ``None``: no LLM metrics),
+    its calls cached in the store through the one writer; closes everything it opened."""
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(
+            settings.model_settings(), cache=writer, env=env if env is not None else os.environ
+        )
+        try:
+            judge = factory.build(judge_spec) if judge_spec else None
+            return await evaluate(
+                store,
+                writer,
+                rows,
+                dataset,
+                judge,
+                judge_spec,
+                concurrency=settings.concurrency,
+                fresh=fresh,
+                on_plan=on_plan,
+                progress=progress,
+            )
+        finally:
+            await factory.aclose()
