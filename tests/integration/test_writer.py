@@ -215,3 +215,18 @@ async def test_batched_rows_are_stored_as_single_statements_store_them(
     assert rows["k\ufffd"] == rows["k2"] == ("fake:m", '{"q":"\ufffd"}', '{"text":"a\\u0000"}')
     forms = {len(s) if isinstance(s, str) else type(s) for s in stamps}  # SQLite keeps text
     assert len(forms) == 1  # the same form of a timestamp either way
+
+
+async def test_a_store_that_fails_while_the_writer_closes_does_not_hang_the_close(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def down(batch: object) -> object:
+        raise ConnectionError("the store stopped answering")
+
+    monkeypatch.setattr(store, "write_batch", down)
+    writer = StoreWriter(store)
+    pending = asyncio.ensure_future(writer.save_result(ResultRecord(run_id="run_w", case_id="c1")))
+    await asyncio.sleep(0)  # queued, not written yet
+    await asyncio.wait_for(writer.aclose(), timeout=10)  # used to wait forever for a wake-up that never came
+    with pytest.raises(ConnectionError):
+        await pending

@@ -154,9 +154,14 @@ class StoreWriter:
                 try:
                     pinned = await loop.run_in_executor(self._executor, self._store.write_batch, batch)
                 except Exception as exc:  # the store failed: every writer of this batch hears of it
+                    if self._closing:
+                        # nobody will wake this task again: whoever queued writes since hears of it too
+                        waiters, self._waiters = [*waiters, *self._waiters], []
                     for waiter in waiters:
                         if not waiter.done():
                             waiter.set_exception(exc)
+                    if self._closing:
+                        return
                     continue
                 self.batches += 1
                 for entry in batch.cache:
