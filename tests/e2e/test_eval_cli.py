@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ ROWS = [
 ]
 
 
-def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+def write_rows(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
