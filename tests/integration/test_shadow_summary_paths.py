@@ -194,6 +194,7 @@ def test_the_summary_and_the_json_report_are_what_they_were(
     assert json.loads(capsys.readouterr().out) == {
         **expected.model_dump(mode="json"),
         "failure_tags": no_reviews,
+        "judge_notes": [],  # the fake judge is a model, not a local judge: no card
     }
 
 
