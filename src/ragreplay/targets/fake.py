@@ -59,9 +59,11 @@ class FakeTarget(TargetBase):
         start = time.perf_counter()
         if self._latency_s:
             await asyncio.sleep(self._latency_s)
-        found = self._answers.get(normalise_question(question)) or self._answers.get(
-            normalise_question(case.query)
-        )
+        found = None
+        if self._answers:  # no canned answers (an echo target): nothing to normalise the question for
+            found = self._answers.get(normalise_question(question)) or self._answers.get(
+                normalise_question(case.query)
+            )
         if found is None:
             found = Answer(text=case.old_answer if self._echo else self._default)
         return found.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
