@@ -182,3 +182,35 @@ async def test_a_failing_store_still_returns_the_answer(caplog: pytest.LogCaptur
 def test_unknown_mode_is_rejected() -> None:
     with pytest.raises(ValueError, match="read-write"):
         CachedModel(PaidModel(), DictBackend(), "sometimes")  # type: ignore[arg-type]
+
+
+def test_cache_keys_are_the_sha256_of_the_canonical_json_of_model_and_payload() -> None:
+    """The key is built around the payload's canonical text made once; it must stay the hash it always was
+    (SHA-256 of the sorted, compact, non-ASCII-kept JSON of model and payload), or stored caches stop hitting."""
+    import hashlib
+
+    from ragreplay.core.chat import ResponseFormat
+    from ragreplay.core.ids import CanonicalDict, canonical_json
+
+    request = ChatRequest(
+        messages=(ChatMessage(role="system", content='ü "q" \u2028'), ChatMessage(role="user", content="x")),
+        temperature=0.3,
+        max_tokens=7,
+        response_format=ResponseFormat(name="fit", json_schema={"b": [1, 2.5, None], "a": {"z": True}}),
+        prompt_version="v2",
+    )
+    payload = {
+        "messages": [m.model_dump() for m in request.messages],
+        "temperature": 0.3,
+        "max_tokens": 7,
+        "json_mode": False,
+        "prompt_version": "v2",
+        "response_format": request.response_format.model_dump() if request.response_format else None,
+    }
+    whole = json.dumps(
+        {"model": "mock:ü", "request": payload}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    assert cache_key("mock:ü", request) == hashlib.sha256(whole.encode("utf-8")).hexdigest()
+    assert request.cache_payload() == payload
+    made = CanonicalDict(request.cache_payload())
+    assert made == payload and canonical_json(made) == canonical_json(payload)
