@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ragreplay.core.retry import header_number
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -51,24 +53,14 @@ def parse_duration(raw: str | None) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def _number(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
 def read_rate_limit(headers: Mapping[str, str]) -> RateLimitInfo | None:
     """The request limit the headers report (names in any case), or ``None`` when they report none of it."""
     lowered = {k.lower(): v for k, v in headers.items() if k[:12].lower() == "x-ratelimit-"}
     if not lowered:  # most endpoints send none: nothing to build
         return None
     info = RateLimitInfo(
-        limit=_number(lowered.get("x-ratelimit-limit-requests")),
-        remaining=_number(lowered.get("x-ratelimit-remaining-requests")),
+        limit=header_number(lowered.get("x-ratelimit-limit-requests")),
+        remaining=header_number(lowered.get("x-ratelimit-remaining-requests")),
         reset_s=parse_duration(lowered.get("x-ratelimit-reset-requests")),
     )
     return None if info == RateLimitInfo() else info

@@ -54,13 +54,13 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime) -> float | No
     date (a past date is 0); ``None`` when neither is there or readable. Header names in any case; junk,
     negative and non-finite values are ignored."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    millis = _seconds(lowered.get("retry-after-ms"))
+    millis = header_number(lowered.get("retry-after-ms"))
     if millis is not None:
         return millis / 1000.0
     raw = lowered.get("retry-after")
     if raw is None:
         return None
-    seconds = _seconds(raw)
+    seconds = header_number(raw)
     if seconds is not None:
         return seconds
     try:
@@ -74,8 +74,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime) -> float | No
     return max(0.0, (when - now).total_seconds())
 
 
-def _seconds(raw: str | None) -> float | None:
-    """A finite, non-negative number, or ``None``."""
+def header_number(raw: str | None) -> float | None:
+    """A header's value as a finite, non-negative number, or ``None`` (absent, not a number, negative)."""
     if raw is None:
         return None
     try:
