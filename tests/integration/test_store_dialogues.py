@@ -149,3 +149,29 @@ def test_cases_stored_before_dialogues_read_back_after_the_migration(store_url: 
         assert store.schema_version() == latest_version()
         assert list(store.cases.iter_cases()) == [old_case]
         assert store.cases.get_cases([old_case.id]) == {old_case.id: old_case}
+
+
+def test_a_hand_made_case_that_is_not_its_conversations_dialogue_is_kept_as_given(store: Store) -> None:
+    from ragreplay.core.runs import SourceRecord
+    from ragreplay.core.types import Case
+
+    conv = Conversation(id="c2", messages=(Message(role=Role.HUMAN, content="q0"),))
+    own_history = (Message(role=Role.HUMAN, content="earlier, elsewhere"),)
+    past_the_end = Case(
+        id="case_far",
+        conversation_id="c2",
+        turn_index=9,
+        query="q9",
+        history=own_history,
+        old_answer="a9",
+        feedback=Feedback.GOOD,
+    )
+    other_history = past_the_end.model_copy(update={"id": "case_other", "turn_index": 0})
+    record = SourceRecord(
+        id="src_2", path="x", format="canonical", ingested_at=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    store.cases.write_source(record, [(conv, [past_the_end, other_history], [])])
+    assert store.cases.get_cases(["case_far", "case_other"]) == {
+        "case_far": past_the_end,
+        "case_other": other_history,
+    }

@@ -111,6 +111,8 @@ class Dialogue:
                 kept.append(message)
             before.append(len(kept))
         self.messages: tuple[Message, ...] = tuple(kept)
+        self.n_messages = len(conv.messages)
+        """How many messages the conversation has (system and tool messages included)."""
         self._before = before
 
     def history_length(self, answer_index: int) -> int:

@@ -18,6 +18,17 @@ from ragreplay.store.schema import cases, conversations, dialogues, skips, sourc
 _MESSAGES = TypeAdapter(tuple[Message, ...])
 
 
+def _history_length(dialogue: Dialogue, case: Case) -> int | None:
+    """How much of ``dialogue`` is ``case``'s history, or ``None`` when the case does not come from it (its
+    turn is past the conversation's end, or it carries another history)."""
+    if not 0 <= case.turn_index < dialogue.n_messages:
+        return None
+    length = dialogue.history_length(case.turn_index)
+    if case.history and case.history != dialogue.history(case.turn_index):
+        return None
+    return length
+
+
 def _with(case: Case, history: tuple[Message, ...]) -> Case:
     """``case`` with ``history`` (already validated), without copying the rest; model_copy would copy it."""
     return Case.model_construct(case.model_fields_set, **{**case.__dict__, "history": history})
@@ -55,16 +66,18 @@ class _IngestBatch:
         }
         if new_cases:
             dialogue = Dialogue(conversation)
+            lengths = {c.id: _history_length(dialogue, c) for c in new_cases}
             # Short histories stay inline (one row less per conversation); a long one is stored once.
-            longest = max(dialogue.history_length(c.turn_index) for c in new_cases)
+            longest = max((n for n in lengths.values() if n is not None), default=0)
             dialogue_id = self._add_dialogue(dialogue) if longest > SHORT_HISTORY else None
             for case in new_cases:
                 if case.id in self.cases:
                     continue
-                history_len = dialogue.history_length(case.turn_index)
-                if case.history and len(case.history) != history_len:
-                    raise ValueError(f"case {case.id}: its history is not its conversation's dialogue")
-                if dialogue_id is None:
+                history_len = lengths[case.id]
+                reference: str | None = None
+                if history_len is None:  # not this conversation's dialogue (a hand-made case): kept as given
+                    stored = case
+                elif dialogue_id is None:
                     stored = (
                         case
                         if case.history or not history_len
@@ -72,6 +85,7 @@ class _IngestBatch:
                     )
                 else:
                     stored = _with(case, ()) if case.history else case
+                    reference = dialogue_id if history_len else None
                 self.cases[case.id] = {
                     "id": case.id,
                     "source_id": self.source_id,
@@ -79,9 +93,9 @@ class _IngestBatch:
                     "turn_index": case.turn_index,
                     "feedback": case.feedback.value,
                     "data": stored.model_dump_json(),
-                    # a case without history needs no dialogue (and reads like a row from before them)
-                    "dialogue_id": dialogue_id if history_len else None,
-                    "history_len": history_len,
+                    # without a dialogue the history is in ``data`` (and the row reads like one from before)
+                    "dialogue_id": reference,
+                    "history_len": len(case.history) if history_len is None else history_len,
                 }
         for skip in new_skips:
             self.skips[(skip.conversation_id, skip.message_index)] = {
