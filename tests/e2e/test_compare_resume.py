@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ class Calls:
 
 
 @pytest.fixture
-def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Calls:
+def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
     counter = Calls(tmp_path / "calls.jsonl")
     monkeypatch.setenv("RAGREPLAY_FAKE_CALL_LOG", str(counter.log))
     monkeypatch.setattr(compare_cmd, "console", Console(width=400, color_system=None))
@@ -54,7 +55,10 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Calls:
         return await real(self, question, case)
 
     monkeypatch.setattr(FakeTarget, "answer", answer)
-    return counter
+    # a test run started in the background by a non-interactive shell has SIGINT ignored: Ctrl-C as in a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield counter
+    signal.signal(signal.SIGINT, previous)
 
 
 def _args(tmp: Path) -> list[str]:

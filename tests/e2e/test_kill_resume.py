@@ -17,12 +17,19 @@ from ragreplay.store import Store
 TARGET = "name: candidate\ntarget:\n  kind: logged\n  log: candidate.jsonl\n  match: turn\n"
 
 
+def _default_sigint() -> None:
+    # A job started in the background by a non-interactive shell inherits SIGINT ignored, and so would the CLI
+    # under test: Ctrl-C must reach it as it does in a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "ragreplay.cli.app", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
 
 
