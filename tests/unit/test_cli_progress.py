@@ -58,3 +58,18 @@ def test_piped_progress_is_a_start_line_then_a_line_every_few_seconds() -> None:
     assert len(lines) == 1 + 20  # every 5 s, not per item; the last item always shown, and only once
     assert lines[1] == "comparing: 5/100 (5%), 1.0/s, ETA 1m35s, $0.0050 so far, 5s elapsed"
     assert lines[-1] == "comparing: 100/100 (100%), 1.0/s, $0.1000 so far, 2 errors, 1m40s elapsed"
+
+
+def test_the_drivers_cleanup_warnings_are_shown_only_under_verbose() -> None:
+    import logging
+
+    from ragreplay.cli.common import set_output_mode
+
+    driver = logging.getLogger("psycopg")
+    try:
+        set_output_mode(quiet=False, verbose=False)
+        assert not driver.isEnabledFor(logging.WARNING) and driver.isEnabledFor(logging.ERROR)
+        set_output_mode(quiet=False, verbose=True)
+        assert driver.isEnabledFor(logging.WARNING)
+    finally:
+        set_output_mode(quiet=False, verbose=False)

@@ -77,6 +77,9 @@ def set_output_mode(quiet: bool, verbose: bool) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.NOTSET)
     if verbose:
         root.addHandler(_debug_handler)
+    # The database driver warns while it cleans up after a lost connection ("error ignored terminating
+    # <psycopg.Pipeline>"); the command's own error already says what happened and what to do.
+    logging.getLogger("psycopg").setLevel(logging.NOTSET if verbose else logging.ERROR)
 
 
 def info(message: str, *, to: Console | None = None, highlight: bool = False) -> None:
