@@ -132,3 +132,18 @@ def test_challenger_finds_the_right_document_more_often_than_the_champion(demo_r
     challenger = Counter(top == exp for _, exp, top, _, _ in rows)
     champion = Counter(bool(gt["champion_correct"]) for _, _, _, _, gt in rows)
     assert challenger[True] / len(rows) > champion[True] / len(rows) + 0.1
+
+
+def test_calibration_on_the_demo_store_says_its_reviewers_are_simulated(
+    demo_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    capsys.readouterr()
+    main(
+        ["calibration", "--db", str(demo_run / "ragreplay.db")]
+    )  # exit 1 on the alert; the text is what counts
+    text = " ".join(capsys.readouterr().out.split())
+    assert "all of these reviews are by simulated reviewers: the demo's ground truth, not people" in text
+    main(["calibration", "--db", str(demo_run / "ragreplay.db"), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["simulated_reviews"] == 30

@@ -15,6 +15,7 @@ import typer
 from ragreplay.cli.common import err_console, open_store, settings_from
 from ragreplay.core.review import Agreement, AlertPolicy, Taxonomy, taxonomy
 from ragreplay.errors import ConfigError
+from ragreplay.report.labels import SIMULATED_NOTE
 from ragreplay.review.agreement import DEFAULT_MIN_OVERLAP
 from ragreplay.review.calibration import CalibrationReport, calibration_report
 from ragreplay.review.queues import (
@@ -250,6 +251,7 @@ def render_json(report: CalibrationReport, min_overlap: int = DEFAULT_MIN_OVERLA
         "status": cal.status,
         "since": None if report.since is None else report.since.isoformat(),
         "reviews": report.reviews,
+        "simulated_reviews": report.simulated_reviews,
         "queues": report.queues,
         "judges": cal.judges,
         "overall": _figure(cal.overall),
@@ -290,6 +292,13 @@ def _line(a: Agreement) -> str:
     return f"  {a.label:<28} {r.k:>4}/{r.n:<4} {value:>5}  [{r.low:.0%}, {r.high:.0%}]  kappa {kappa}{note}"
 
 
+def _simulated_line(report: CalibrationReport) -> list[str]:
+    if not report.simulated_reviews:
+        return []
+    share = "all" if report.simulated_reviews == report.reviews else f"{report.simulated_reviews}"
+    return [f"{share} of these reviews are by {SIMULATED_NOTE}"]
+
+
 def render_text(report: CalibrationReport, min_overlap: int = DEFAULT_MIN_OVERLAP) -> str:
     cal = report.calibration
     head = {
@@ -301,6 +310,7 @@ def render_text(report: CalibrationReport, min_overlap: int = DEFAULT_MIN_OVERLA
         head,
         f"judge vs human on the winner: {report.reviews} review(s) in {len(report.queues)} queue(s); "
         f"judges {', '.join(cal.judges) or '-'}",
+        *_simulated_line(report),
         _line(cal.overall),
     ]
     for title, figures in (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ragreplay.core.failure_tags import is_simulated
 from ragreplay.core.review import (
     AlertPolicy,
     Calibration,
@@ -57,6 +58,8 @@ class CalibrationReport:
     queues: list[str]
     reviews: int
     since: datetime | None
+    simulated_reviews: int = 0
+    """Reviews by simulated reviewers (the demo's ground truth standing in for people)."""
 
 
 def calibration_report(
@@ -72,4 +75,5 @@ def calibration_report(
         queues=found.queues,
         reviews=len(found.reviews),
         since=since,
+        simulated_reviews=sum(is_simulated(r.reviewer) for r in found.reviews),
     )
