@@ -56,10 +56,22 @@ def _policy(settings: Settings) -> AlertPolicy:
     return AlertPolicy(r.alert_overall, r.alert_per_tag, r.min_labels_overall, r.min_labels_tag)
 
 
+LinkHost = Annotated[str, typer.Option(help="Host of the review link")]
+LinkPort = Annotated[int, typer.Option(min=1, max=65535, help="Port of the review link")]
+
+
+def _print_link(host: str, port: int, token: str) -> None:
+    sys.stdout.write(f"http://{host}:{port}/review?token={quote(token)}\n")
+
+
+def _no_such_reviewer(name: str) -> ConfigError:
+    return ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
+
+
 def add_reviewer(
     name: Annotated[str, typer.Argument(help="The reviewer's name (shown on their reviews)")],
-    host: Annotated[str, typer.Option(help="Host of the review link")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the review link")] = REVIEW_PORT,
+    host: LinkHost = "127.0.0.1",
+    port: LinkPort = REVIEW_PORT,
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
 ) -> None:
@@ -67,7 +79,7 @@ def add_reviewer(
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         token = store.reviews.add_reviewer(name)
-    sys.stdout.write(f"http://{host}:{port}/review?token={quote(token)}\n")
+    _print_link(host, port, token)
     _say(f"reviewer {name.strip()!r} added; the link above is shown once (only its hash is stored)")
 
 
@@ -96,7 +108,7 @@ def disable_reviewer(
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         if not store.reviews.set_reviewer_disabled(name):
-            raise ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
+            raise _no_such_reviewer(name)
     _say(f"reviewer {name!r} disabled and logged out; `ragreplay review reviewer enable {name}` undoes it")
 
 
@@ -109,14 +121,14 @@ def enable_reviewer(
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         if not store.reviews.set_reviewer_disabled(name, disabled=False):
-            raise ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
+            raise _no_such_reviewer(name)
     _say(f"reviewer {name!r} enabled")
 
 
 def rotate_reviewer(
     name: Annotated[str, typer.Argument(help="The reviewer whose link to replace")],
-    host: Annotated[str, typer.Option(help="Host of the review link")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the review link")] = REVIEW_PORT,
+    host: LinkHost = "127.0.0.1",
+    port: LinkPort = REVIEW_PORT,
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
 ) -> None:
@@ -125,8 +137,8 @@ def rotate_reviewer(
     with open_store(settings.db) as store:
         token = store.reviews.rotate_token(name)
     if token is None:
-        raise ConfigError(f"no reviewer named {name!r}. Fix: see `ragreplay review reviewer list`")
-    sys.stdout.write(f"http://{host}:{port}/review?token={quote(token)}\n")
+        raise _no_such_reviewer(name)
+    _print_link(host, port, token)
     _say(f"reviewer {name!r} has a new link (shown once); the old one and their sessions no longer work")
 
 
