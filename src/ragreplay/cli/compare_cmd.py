@@ -20,10 +20,10 @@ from ragreplay.cli.common import (
     open_store,
     settings_from,
 )
+from ragreplay.compare.case_comparison import CaseComparison
 from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.comparison_run import load_targets, parse_challengers, run_comparison
 from ragreplay.compare.grid import ComparisonSummary
-from ragreplay.compare.runner import CaseComparison
 from ragreplay.compare.stored import show_comparison
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError

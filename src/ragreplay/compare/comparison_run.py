@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from ragreplay.compare.case_comparison import CaseComparison, ComparisonSetup, compare_case, side_dates
 from ragreplay.compare.grid import ComparisonSummary
-from ragreplay.compare.runner import CaseComparison, ComparisonSetup, compare_case, side_dates
 from ragreplay.compare.stored import comparison_config, plan_comparison, row_records, summary_from_store
 from ragreplay.core.runs import RunStatus
 from ragreplay.core.types import Case

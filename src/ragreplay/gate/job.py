@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from ragreplay.compare.runner import answer_safely, side_of
+from ragreplay.compare.case_comparison import answer_safely, side_of
 from ragreplay.core.gate import ItemOutcome
 from ragreplay.core.regset import SetItem
 from ragreplay.core.shadow import live_case

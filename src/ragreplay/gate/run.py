@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ragreplay.compare.case_comparison import document_dates
 from ragreplay.compare.comparison_run import load_targets
-from ragreplay.compare.runner import document_dates
 from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated
 from ragreplay.core.ids import content_hash
 from ragreplay.core.regset import RegressionSetRecord, SetItem, Stratum

@@ -17,9 +17,9 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from ragreplay.compare.case_comparison import side_of
 from ragreplay.compare.checks import expected_language, is_wrong_language
 from ragreplay.compare.grid import ComparisonSummary, build_summary
-from ragreplay.compare.runner import side_of
 from ragreplay.core.compare_stats import CompareRow, Preferred
 from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowRow
