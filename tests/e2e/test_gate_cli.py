@@ -120,6 +120,13 @@ def test_what_cannot_run_exits_3(tmp_path: Path, store_url: str) -> None:
     bad_policy.write_text("min_preference: 1.5\nallowed_loses: 1\n")
     refused = gate(store_url, champion, challenger, "--policy", str(bad_policy))
     assert refused.returncode == 3 and "gate.yaml" in refused.stderr and "min_preference" in refused.stderr
+    # no policy may let a gate where most items errored pass: asking for it is refused by name
+    lax = tmp_path / "lax.yaml"
+    lax.write_text("max_error_share: 0.9\n")
+    refused = gate(store_url, champion, challenger, "--policy", str(lax))
+    assert refused.returncode == 3 and "max_error_share must be under 0.5" in " ".join(refused.stderr.split())
+    loosest = tmp_path / "loosest.yaml"
+    loosest.write_text("max_error_share: 0.49\n")
     down = tmp_path / "down.yaml"
     down.write_text(
         yaml.safe_dump(
@@ -129,7 +136,7 @@ def test_what_cannot_run_exits_3(tmp_path: Path, store_url: str) -> None:
             }
         )
     )
-    errored = gate(store_url, champion, down, "--format", "json")
+    errored = gate(store_url, champion, down, "--format", "json", "--policy", str(loosest))
     assert errored.returncode == 3, errored.stderr
     report = json.loads(errored.stdout)
     assert report["decision"] == "error" and all(i["error"] for i in report["items"])

@@ -15,6 +15,7 @@ from ragreplay.core.gate import (
     contested_bar,
     decide,
     evaluate,
+    stored_policy,
     wins_bar,
     wounds_bar,
 )
@@ -132,6 +133,28 @@ def test_a_gate_where_most_items_errored_never_passes() -> None:
     verdict = evaluate(items, GatePolicy())
     assert verdict.decision == "error" and verdict.exit_code == 3
     assert evaluate([], GatePolicy()).exit_code == 3
+    # no policy lets it pass: one asking for more than half is refused by name...
+    for share in (0.5, 0.9, 1.0):
+        with pytest.raises(ValidationError, match=r"max_error_share must be under 0\.5"):
+            GatePolicy(max_error_share=share)
+    assert GatePolicy(max_error_share=0.49).max_error_share == 0.49
+    # ...and one that got past validation (built unchecked, or stored before the cap) is capped at half
+    lax = GatePolicy.model_construct(**{**GatePolicy().model_dump(), "max_error_share": 0.9})
+    capped = evaluate(items, lax)
+    assert capped.decision == "error" and capped.exit_code == 3
+    assert "150 of 200" in capped.reasons[0] and "more than 50%" in capped.reasons[0]
+    half = items[50:] + [win(100 + i) for i in range(50)]  # 100 of 200 errored: not most, the policy decides
+    assert evaluate(half, lax).exit_code != 3
+    assert evaluate(half, GatePolicy(max_error_share=0.49)).exit_code == 3
+
+
+def test_a_stored_policy_from_before_the_cap_is_still_read() -> None:
+    stored = {**GatePolicy().model_dump(mode="json"), "max_error_share": 0.9, "rule": "point"}
+    policy = stored_policy(stored)
+    assert policy.rule == "point" and policy.max_error_share == 0.9
+    assert stored_policy(GatePolicy().model_dump(mode="json")) == GatePolicy()
+    with pytest.raises(ValidationError, match="min_preference"):
+        stored_policy({"max_error_share": 0.9, "min_preference": 2})
 
 
 def test_a_bad_policy_names_the_field() -> None:

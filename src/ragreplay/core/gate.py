@@ -17,10 +17,10 @@ straddles. The ``point`` rule compares the point estimate with the threshold, as
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragreplay.core.compare_stats import clopper_pearson
 from ragreplay.core.regset import Stratum
@@ -29,6 +29,9 @@ Decision = Literal["pass", "fail", "inconclusive"]
 DecisionRule = Literal["interval", "point"]
 EXIT_CODES: dict[str, int] = {"pass": 0, "fail": 1, "inconclusive": 2, "error": 3}
 """The gate's exit codes: 0 pass, 1 fail, 2 inconclusive, 3 could not run."""
+MOST_ERRORED = 0.5
+"""Above this share of errored items a gate could not run whatever its policy: a gate where most items
+errored never passes (``max_error_share`` must stay under it)."""
 
 
 class GatePolicy(BaseModel):
@@ -46,10 +49,31 @@ class GatePolicy(BaseModel):
     """Share of open wounds that must be fixed (the requirement: 20 of 60)."""
     fixed_score: float = Field(4.0, ge=1, le=5)
     """A wound is fixed when the challenger's answer scores at least this (mean of the axes)."""
-    max_error_share: float = Field(0.2, ge=0, le=1)
-    """Above this share of items that could not be answered or judged, the gate could not run (exit 3)."""
+    max_error_share: float = Field(0.2, ge=0)
+    """Above this share of items that could not be answered or judged, the gate could not run (exit 3); under
+    :data:`MOST_ERRORED` (a gate where most items errored never passes)."""
     min_items: int = Field(1, ge=1)
     """A bar with fewer judged items than this is inconclusive."""
+
+    @field_validator("max_error_share")
+    @classmethod
+    def _not_most(cls, value: float) -> float:
+        if value >= MOST_ERRORED:
+            raise ValueError(
+                f"max_error_share must be under {MOST_ERRORED:g}: a gate where most items errored never "
+                f"passes (got {value:g})"
+            )
+        return value
+
+
+def stored_policy(data: Mapping[str, Any]) -> GatePolicy:
+    """A policy as a finished gate stored it. One stored before ``max_error_share`` was capped under
+    :data:`MOST_ERRORED` keeps its value (:func:`evaluate` caps it), so such a gate can still be re-read."""
+    share = data.get("max_error_share")
+    if isinstance(share, int | float) and share >= MOST_ERRORED:
+        rest = {k: v for k, v in data.items() if k != "max_error_share"}
+        return GatePolicy.model_validate(rest).model_copy(update={"max_error_share": float(share)})
+    return GatePolicy.model_validate(data)
 
 
 class ItemOutcome(BaseModel):
@@ -242,8 +266,9 @@ def evaluate(
 ) -> GateVerdict:
     """The three bars and the overall decision: fail if any bar fails, else inconclusive if any is, else pass.
 
-    Too many items that errored make it ``error`` (could not run). ``local_judge_accepted=False`` (a local
-    judge the user did not accept) makes a pass or a fail inconclusive.
+    More than ``max_error_share`` of the items errored (and always more than half, whatever the policy
+    says: a policy built without validation, or stored before the cap) makes it ``error`` (could not run).
+    ``local_judge_accepted=False`` (a local judge the user did not accept) makes a pass or a fail inconclusive.
     """
     by_stratum = {s: [o for o in outcomes if o.stratum == s] for s in ("win", "contested", "wound")}
     bars = [
@@ -257,10 +282,11 @@ def evaluate(
         return GateVerdict(
             decision="error", bars=bars, reasons=["the set has no items"], n_items=0, n_errors=0
         )
-    if n_errors / len(outcomes) > policy.max_error_share:
+    limit = min(policy.max_error_share, MOST_ERRORED)
+    if n_errors / len(outcomes) > limit:
         reasons.append(
             f"{n_errors} of {len(outcomes)} items could not be answered or judged "
-            f"(more than {policy.max_error_share:.0%}): the gate could not run"
+            f"(more than {limit:.0%}): the gate could not run"
         )
         return GateVerdict(
             decision="error", bars=bars, reasons=reasons, n_items=len(outcomes), n_errors=n_errors

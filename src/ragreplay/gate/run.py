@@ -14,7 +14,7 @@ from typing import Any
 
 from ragreplay.compare.case_comparison import document_dates
 from ragreplay.compare.comparison_run import load_targets
-from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated
+from ragreplay.core.gate import GatePolicy, GateVerdict, ItemOutcome, evaluate, graduated, stored_policy
 from ragreplay.core.ids import content_hash
 from ragreplay.core.regset import RegressionSetRecord, SetItem, Stratum
 from ragreplay.core.runs import RunStatus
@@ -251,7 +251,7 @@ def stored_report(store: Store, gate_ref: str) -> GateReport:
     if record is None:
         raise ConfigError(f"no gate matches {gate_ref!r}. Fix: pick an id from `ragreplay gates`.")
     stored = record.verdict or {}
-    policy = GatePolicy.model_validate(stored.get("policy", {}))
+    policy = stored_policy(stored.get("policy", {}))
     return gate_report(store, record, policy, bool(stored.get("judge_accepted", False)))
 
 
