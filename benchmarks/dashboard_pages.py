@@ -25,10 +25,9 @@ from typing import Any
 
 import psycopg
 
-from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.store import Store
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 from ragreplay.web import create_app
 
 with warnings.catch_warnings():  # this starlette deprecates httpx for its test client; httpx serves it fine

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from ragreplay.core.pairwise import AxisScores, PairwiseJudgment
 from ragreplay.core.regset import Stratum, question_key
-from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.ingest import ingest_file
 from ragreplay.judges.position import PairOutcome
 from ragreplay.store import Store
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 PRODUCTION_LOG = Path(__file__).parents[1] / "src" / "ragreplay" / "demo" / "data" / "production.jsonl"
 REPLAY_SINCE, REPLAY_UNTIL = "2026-09-01", "2026-12-01"

@@ -7,11 +7,10 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 T0 = datetime(2026, 10, 5, 12, 0, tzinfo=UTC)
 WEIRD_KEY = 'team "a"/ü'

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
-from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.store import Store
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 from ragreplay.store.shadow_purge import PurgeCounts, ShadowPurgeRepository
 
 CUTOFF = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)

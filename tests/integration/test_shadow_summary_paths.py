@@ -19,12 +19,11 @@ from ragreplay.compare.checks import expected_language, is_wrong_language
 from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.failure_tags import FailureTags
-from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, TokenUsage
 from ragreplay.judges.position import PairOutcome
 from ragreplay.shadow.judging import shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 NOW = datetime.now(UTC)
 START = NOW - timedelta(days=7)

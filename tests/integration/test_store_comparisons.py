@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.exc import IntegrityError
 
+from ragreplay.core.comparisons import ComparisonRecord, ComparisonRowRecord
 from ragreplay.core.runs import RunStatus, SourceRecord
 from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
 from ragreplay.store import Store, StoreError
-from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 CONFIG = {"champion": {"name": "prod", "version": "v1"}, "order": "both", "cases": "log.jsonl", "n": 1.5}

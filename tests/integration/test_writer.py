@@ -89,10 +89,9 @@ async def test_store_failure_reaches_every_waiter(store: Store) -> None:
 
 
 async def test_comparison_rows_and_shadow_judgments_go_through_the_writer(store: Store) -> None:
-    from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+    from ragreplay.core.comparisons import ComparisonRecord, ComparisonRowRecord
+    from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
     from ragreplay.core.types import Fit
-    from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord
-    from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
     now = datetime.now(UTC)
     store.comparisons.create_comparison(

@@ -25,6 +25,7 @@ from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.comparison_run import load_targets, parse_challengers, run_comparison
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.compare.stored import show_comparison
+from ragreplay.core.comparisons import ComparisonRecord
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.writer import StoreWriter
@@ -35,7 +36,6 @@ from ragreplay.report.compare_json import FORMATS, render_comparison
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.settings import Settings
 from ragreplay.store import Store
-from ragreplay.store.comparisons import ComparisonRecord
 
 ORDERS = ("both", "random")
 

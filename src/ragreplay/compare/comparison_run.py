@@ -13,6 +13,7 @@ from pathlib import Path
 from ragreplay.compare.case_comparison import CaseComparison, ComparisonSetup, compare_case, side_dates
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.compare.stored import comparison_config, plan_comparison, row_records, summary_from_store
+from ragreplay.core.comparisons import ComparisonRecord
 from ragreplay.core.runs import RunStatus
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError
@@ -20,10 +21,8 @@ from ragreplay.jobs.runner import JobPlan, Progress, run_job
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge, build_pairwise_judge
 from ragreplay.judges.position import OrderMode
-from ragreplay.ports import Target
+from ragreplay.ports import ComparisonStore, Target
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.store import Store
-from ragreplay.store.comparisons import ComparisonRecord
 from ragreplay.targets.loader import load_target
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -63,7 +62,7 @@ PlanCallback = Callable[[ComparisonRecord, int, bool], None]
 
 async def run_comparison(
     *,
-    store: Store,
+    store: ComparisonStore,
     writer: StoreWriter,
     factory: ModelFactory,
     champion: Target,
@@ -162,7 +161,7 @@ class ComparisonJob:
 
 
 async def _fill(
-    store: Store,
+    store: ComparisonStore,
     writer: StoreWriter,
     comparison_id: str,
     todo: Sequence[Case],

@@ -11,13 +11,12 @@ from typing import Any
 
 from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
+from ragreplay.core.comparisons import ComparisonRecord, ComparisonRowRecord
 from ragreplay.core.ids import content_hash
 from ragreplay.core.runs import RunStatus
 from ragreplay.errors import RagreplayError
 from ragreplay.judges.position import OrderMode, PairOutcome
-from ragreplay.ports import Judge, PairwiseJudge, Target
-from ragreplay.store import Store
-from ragreplay.store.comparisons import ComparisonRecord, ComparisonRowRecord
+from ragreplay.ports import ComparisonStore, Judge, PairwiseJudge, Target
 
 
 def new_comparison_id(now: datetime) -> str:
@@ -70,7 +69,7 @@ def dataset_hash(case_ids: Sequence[str]) -> str:
 
 
 def plan_comparison(
-    store: Store, config: Mapping[str, Any], case_ids: Sequence[str], fresh: bool = False
+    store: ComparisonStore, config: Mapping[str, Any], case_ids: Sequence[str], fresh: bool = False
 ) -> tuple[ComparisonRecord, bool]:
     """The comparison to fill: the newest one with the same configuration and cases (returned with ``True``;
     an unfinished one is set ``running`` again), or, with ``fresh`` or when there is none, a new one."""
@@ -125,7 +124,7 @@ def row_records(
     return records
 
 
-def summary_from_store(store: Store, record: ComparisonRecord) -> ComparisonSummary:
+def summary_from_store(store: ComparisonStore, record: ComparisonRecord) -> ComparisonSummary:
     """The report of a stored comparison, built from its stored rows only."""
     config = record.config
     rows: list[CompareRow] = []
@@ -161,7 +160,7 @@ def summary_from_store(store: Store, record: ComparisonRecord) -> ComparisonSumm
     )
 
 
-def show_comparison(store: Store, ref: str) -> ComparisonSummary:
+def show_comparison(store: ComparisonStore, ref: str) -> ComparisonSummary:
     """The report of the stored comparison ``ref`` (an id or a unique prefix of one)."""
     record = store.comparisons.get_comparison(ref)
     if record is None:

@@ -1,15 +1,15 @@
-"""What the shadow keeps per live request and challenger: the two answers, side by side."""
+"""What the shadow keeps per live request and challenger: the two answers, side by side, and their judgment."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragreplay.core.types import Answer, Case, Feedback, RetrievedChunk, TokenUsage
+from ragreplay.core.types import Answer, Case, Feedback, Fit, RetrievedChunk, TokenUsage
 
 
 def new_row_id() -> str:
@@ -142,3 +142,24 @@ def live_case(
         user_id=user_id,
         ts=ts,
     )
+
+
+class ShadowJudgmentRecord(BaseModel):
+    """The judged outcome of one shadow row: agreement (``fit``), preference (``winner``: ``x`` is the
+    champion, ``y`` the challenger), order consistency, the judges, and a JSON ``payload`` (reasons, the pair
+    outcome, the order mode). ``error`` says why a row could not be judged; such rows are kept, not dropped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    row_id: str
+    challenger: str
+    judged_at: datetime
+    fit: Fit | None = None
+    winner: Literal["x", "y", "tie"] | None = None
+    consistent: bool | None = None
+    judge: str
+    judge_prompt_version: str
+    fit_judge: str
+    fit_judge_prompt_version: str
+    error: str | None = None
+    payload: dict[str, Any] = {}

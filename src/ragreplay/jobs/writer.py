@@ -18,16 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
+from ragreplay.core.comparisons import ComparisonRowRecord
 from ragreplay.core.runs import ResultRecord
+from ragreplay.core.shadow import ShadowJudgmentRecord
 from ragreplay.core.types import Rewrite
 from ragreplay.jobs.known_keys import KnownKeys
 from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, WriteBatch
-from ragreplay.store.comparisons import ComparisonRowRecord
 from ragreplay.store.evals import EvalRowRecord
 from ragreplay.store.gates import GateItemRecord
 from ragreplay.store.review_judgments import ReviewJudgmentRecord
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 GATHER_S = 0.005
 """How long a tick waits for more writes to join its transaction, unless ``GATHER_UNTIL`` are queued already."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from ragreplay.core.chat import ChatRequest, ChatResponse
+from ragreplay.core.comparisons import ComparisonRecord, ComparisonRowRecord
 from ragreplay.core.pairwise import PairwiseJudgment, PairwiseSide
 from ragreplay.core.runs import ResultRecord, RunStatus
+from ragreplay.core.shadow import ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Answer, Case, Judgment, Rewrite
 
 
@@ -133,6 +135,107 @@ class RunStore(Protocol):
     @property
     def rewrites(self) -> PinnedRewrites:
         """The question pinned to each case."""
+        ...
+
+
+class StoredComparisons(Protocol):
+    """The store's ``comparisons`` repository, as the compare layer uses it."""
+
+    def create_comparison(self, record: ComparisonRecord) -> None:
+        """Store a new comparison; a ``StoreError`` if its id is taken."""
+        ...
+
+    def get_comparison(self, id_or_prefix: str) -> ComparisonRecord | None:
+        """The comparison with this id or unique id prefix."""
+        ...
+
+    def find_comparison(
+        self, config_hash: str, dataset_hash: str, unfinished_only: bool = False
+    ) -> ComparisonRecord | None:
+        """The newest comparison of this configuration on this dataset."""
+        ...
+
+    def set_comparison_status(
+        self, comparison_id: str, status: RunStatus, finished_at: datetime | None = None
+    ) -> None:
+        """Set a comparison's status and ``finished_at`` (``None`` clears it)."""
+        ...
+
+    def load_comparison_rows(
+        self, comparison_id: str, case_ids: Sequence[str] | None = None
+    ) -> list[ComparisonRowRecord]:
+        """A comparison's rows (only those of ``case_ids`` when given)."""
+        ...
+
+    def comparison_row_keys(self, comparison_id: str) -> set[tuple[str, str]]:
+        """The (case id, challenger) pairs a comparison has rows for."""
+        ...
+
+
+class ComparisonStore(Protocol):
+    """What a comparison reads from the store and the status it sets (its rows go through the writer)."""
+
+    @property
+    def comparisons(self) -> StoredComparisons:
+        """Comparisons and their rows."""
+        ...
+
+
+class UnjudgedShadowRows(Protocol):
+    """The store's ``shadow_rows`` repository, as shadow judging reads it."""
+
+    def iter_shadow_rows(
+        self, since: datetime | None = None, unjudged_only: bool = False, limit: int | None = None
+    ) -> Iterator[ShadowRow]:
+        """Rows with ``ts >= since``, oldest first, only unjudged ones with ``unjudged_only``, at most
+        ``limit``, read in pages."""
+        ...
+
+
+class StoredShadowJudgments(Protocol):
+    """The store's ``shadow_judgments`` repository, as shadow judging and its report read it."""
+
+    def count_unjudged_shadow_rows(self, since: datetime | None = None) -> int:
+        """How many rows with ``ts >= since`` are not judged yet."""
+        ...
+
+    def load_shadow_judgments(
+        self, since: datetime | None = None
+    ) -> list[tuple[ShadowRow, ShadowJudgmentRecord]]:
+        """Every judged row with ``ts >= since`` with its judgment, oldest first."""
+        ...
+
+    def iter_shadow_judgments(
+        self, since: datetime | None = None
+    ) -> Iterator[tuple[ShadowRow, ShadowJudgmentRecord]]:
+        """What :meth:`load_shadow_judgments` returns, streamed."""
+        ...
+
+
+class ShadowFeedbackLookup(Protocol):
+    """The store's ``shadow_feedback`` repository, as the shadow report reads it."""
+
+    def shadow_feedback_for(self, request_ids: Iterable[str]) -> dict[str, ShadowFeedback]:
+        """The users' feedback on those requests, by request id."""
+        ...
+
+
+class ShadowJudgingStore(Protocol):
+    """What shadow judging and its report read from the store (judgments are saved through the writer)."""
+
+    @property
+    def shadow_rows(self) -> UnjudgedShadowRows:
+        """The shadow log's rows."""
+        ...
+
+    @property
+    def shadow_judgments(self) -> StoredShadowJudgments:
+        """Their judgments."""
+        ...
+
+    @property
+    def shadow_feedback(self) -> ShadowFeedbackLookup:
+        """The users' feedback on the champion's answers."""
         ...
 
 

@@ -22,13 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from ragreplay.core.regset import Candidate, JudgeWinner
-from ragreplay.core.shadow import ShadowRow
+from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Case, Feedback
 from ragreplay.judges.position import PairOutcome, side_scores
 from ragreplay.replay.rewrite import is_follow_up
 from ragreplay.shadow.privacy import Redactor
 from ragreplay.store import Store
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 _WINNERS: dict[str, JudgeWinner] = {"x": "champion", "y": "challenger", "tie": "tie"}
 

@@ -19,13 +19,12 @@ from ragreplay.core.review import (
     ReviewSource,
     Taxonomy,
 )
-from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Case, RetrievedChunk, Verdict
 from ragreplay.errors import RagreplayError
 from ragreplay.judges.position import PairOutcome
 from ragreplay.store import Store
 from ragreplay.store.reviews import QueueRecord
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 DEFAULT_CALIBRATION_SIZE = 20
 """The requirement's weekly calibration sample."""

@@ -22,16 +22,14 @@ from ragreplay.compare.checks import expected_language, is_wrong_language
 from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow, Preferred
 from ragreplay.core.gc_pause import gc_paused
-from ragreplay.core.shadow import ShadowRow
+from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.jobs.runner import JobPlan, Progress, run_job
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.judges.version import version_of
-from ragreplay.ports import Judge, PairwiseJudge
-from ragreplay.store import Store
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
+from ragreplay.ports import Judge, PairwiseJudge, ShadowJudgingStore
 
 _AGE = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -157,7 +155,7 @@ class ShadowJudgingJob:
 
 
 async def judge_shadow(
-    store: Store,
+    store: ShadowJudgingStore,
     writer: StoreWriter,
     judges: ShadowJudges,
     since: datetime | None = None,
@@ -301,7 +299,7 @@ def shadow_summary(
         return collector.summary(label)
 
 
-def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSummary:
+def shadow_figures(store: ShadowJudgingStore, start: datetime, label: str) -> ComparisonSummary:
     """The figures of the judged rows with ``ts >= start`` with the users' feedback on those requests: the
     numbers of :func:`shadow_summary` over ``store.shadow_judgments.load_shadow_judgments(start)``, but read
     as a stream and with rows that hold no question, answer, reason or judge reply, so memory does not grow
@@ -320,7 +318,7 @@ def shadow_figures(store: Store, start: datetime, label: str) -> ComparisonSumma
         return collector.summary(label)
 
 
-def stored_shadow_summary(store: Store, start: datetime) -> ComparisonSummary:
+def stored_shadow_summary(store: ShadowJudgingStore, start: datetime) -> ComparisonSummary:
     """The report of the judged rows with ``ts >= start``, with the users' feedback on those requests."""
     judged = store.shadow_judgments.load_shadow_judgments(start)
     stored = store.shadow_feedback.shadow_feedback_for(row.request_id for row, _ in judged)

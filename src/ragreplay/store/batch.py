@@ -9,16 +9,18 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from ragreplay.core.comparisons import ComparisonRowRecord
 from ragreplay.core.runs import ResultRecord
+from ragreplay.core.shadow import ShadowJudgmentRecord
 from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase, chunked
-from ragreplay.store.comparisons import ComparisonRowRecord, ComparisonsRepository
+from ragreplay.store.comparisons import ComparisonsRepository
 from ragreplay.store.evals import EvalRowRecord, EvalsRepository
 from ragreplay.store.gates import GateItemRecord, GatesRepository
 from ragreplay.store.review_judgments import ReviewJudgmentRecord, ReviewJudgmentsRepository
 from ragreplay.store.runs import result_row
 from ragreplay.store.schema import dumps, llm_cache, results, rewrites, to_json
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord, ShadowJudgmentsRepository
+from ragreplay.store.shadow_judgments import ShadowJudgmentsRepository
 
 
 @dataclass(frozen=True)

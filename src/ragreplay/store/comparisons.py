@@ -1,6 +1,7 @@
 """Comparisons (champion vs challengers) and their per-case rows, saved as each case finishes.
 
-The store keeps a row's payload as opaque JSON: what a row holds is the compare layer's business.
+The store keeps a row's payload as opaque JSON: what a row holds is the compare layer's business (the records
+are ``core.comparisons``'s).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Row, func, select, update
 
+from ragreplay.core.comparisons import ComparisonRecord, ComparisonRowRecord
 from ragreplay.core.runs import RunStatus
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked, unique_by_prefix
 from ragreplay.store.connect import StoreError
@@ -26,32 +27,6 @@ from ragreplay.store.schema import (
 )
 
 _UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
-
-
-class ComparisonRecord(BaseModel):
-    """One comparison: what was compared (``config``), on which cases, and how far it got."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    created_at: datetime
-    status: RunStatus
-    config: dict[str, Any] = Field(default_factory=dict)
-    config_hash: str
-    dataset_hash: str
-    n_cases: int
-    finished_at: datetime | None = None
-
-
-class ComparisonRowRecord(BaseModel):
-    """One case judged for one challenger; ``payload`` is the compare layer's JSON for it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    comparison_id: str
-    case_id: str
-    challenger: str
-    payload: dict[str, Any]
 
 
 class ComparisonsRepository(StoreBase):

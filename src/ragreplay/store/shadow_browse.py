@@ -11,12 +11,11 @@ from typing import Any, Literal, get_args
 from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, exists, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import JSONB
 
-from ragreplay.core.shadow import ShadowRow
+from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.store.base import StoreBase
 from ragreplay.store.schema import shadow_judgments, shadow_rows
 from ragreplay.store.shadow import _row as shadow_row_of
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 from ragreplay.store.shadow_judgments import _record as judgment_of
 
 Outcome = Literal["disagree", "challenger", "champion", "tie", "unscorable", "error"]

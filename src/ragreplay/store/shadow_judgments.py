@@ -5,37 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, Row, Select, func, select, update
 
 from ragreplay.core.gc_pause import gc_paused
-from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_judgments, shadow_rows
-
-
-class ShadowJudgmentRecord(BaseModel):
-    """The judged outcome of one shadow row: agreement (``fit``), preference (``winner``: ``x`` is the
-    champion, ``y`` the challenger), order consistency, the judges, and a JSON ``payload`` (reasons, the pair
-    outcome, the order mode). ``error`` says why a row could not be judged; such rows are kept, not dropped."""
-
-    model_config = ConfigDict(frozen=True)
-
-    row_id: str
-    challenger: str
-    judged_at: datetime
-    fit: Fit | None = None
-    winner: Literal["x", "y", "tie"] | None = None
-    consistent: bool | None = None
-    judge: str
-    judge_prompt_version: str
-    fit_judge: str
-    fit_judge_prompt_version: str
-    error: str | None = None
-    payload: dict[str, Any] = {}
 
 
 class ShadowJudgmentsRepository(StoreBase):

@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, CompareRow
 from ragreplay.core.review import Agreement
-from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.storable import storable_text
 from ragreplay.core.types import Fit
 from ragreplay.errors import ConfigError
@@ -33,7 +33,6 @@ from ragreplay.review.failure_tags import simulated_reviewers
 from ragreplay.shadow.judging import parse_since, shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
-from ragreplay.store.shadow_judgments import ShadowJudgmentRecord
 
 DEFAULT_SINCE = "7d"
 DEFAULT_LIMIT = 50
