@@ -21,11 +21,13 @@ from ragreplay.providers.rate_learning import (
     RateLearner,
     Ticket,
 )
+from ragreplay.providers.scripted import ScriptedChatModel
 from virtual_time import clock, run_virtual
 
 REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hi"),))
 
 
+# A class, not a ScriptedChatModel: it models the endpoint's token bucket over virtual time (refill, headers).
 class BucketEndpoint:
     """A chat endpoint limited like OpenAI's: a token bucket of ``capacity`` refilled at ``rate`` a second.
 
@@ -150,15 +152,7 @@ def test_a_429_is_back_pressure_not_a_counted_retry() -> None:
 
 
 def test_a_hard_error_gives_up_at_once() -> None:
-    class Unauthorised:
-        name = "fake:401"
-        calls = 0
-
-        async def complete(self, request: ChatRequest) -> ChatResponse:
-            self.calls += 1
-            raise ProviderError("HTTP 401", transient=False, status=401)
-
-    inner = Unauthorised()
+    inner = ScriptedChatModel([ProviderError("HTTP 401", transient=False, status=401)], name="fake:401")
     model = LimitedModel(inner, sleep=asyncio.sleep, clock=clock)
 
     async def run() -> None:
@@ -224,27 +218,23 @@ def test_retry_after_is_one_shared_pause_taken_once() -> None:
     """A 429 limits the whole key, so its Retry-After holds back every caller: once, from when it came, not
     once per rejected request and not on top of the rejected request's own wait."""
 
-    class RejectsFirstFour:
-        name = "fake:429"
+    started: list[float] = []
 
-        def __init__(self) -> None:
-            self.started: list[float] = []
+    async def rejects_first_four(request: ChatRequest) -> str:
+        started.append(clock())
+        await asyncio.sleep(0.01)
+        if len(started) <= 4:
+            raise ProviderError("HTTP 429", transient=True, status=429, retry_after=1.0)
+        return "ok"
 
-        async def complete(self, request: ChatRequest) -> ChatResponse:
-            self.started.append(clock())
-            await asyncio.sleep(0.01)
-            if len(self.started) <= 4:
-                raise ProviderError("HTTP 429", transient=True, status=429, retry_after=1.0)
-            return ChatResponse(text="ok", model="m")
-
-    inner = RejectsFirstFour()
+    inner = ScriptedChatModel(rejects_first_four, name="fake:429")
     model = LimitedModel(inner, max_concurrency=8, sleep=asyncio.sleep, clock=clock)
 
     async def run() -> None:
         await asyncio.gather(*(model.complete(REQUEST) for _ in range(4)))
 
     _, elapsed = run_virtual(run())
-    retries = inner.started[4:]
+    retries = started[4:]
     assert len(retries) == 4 and retries[0] == pytest.approx(1.01)  # not 2.01 (pause, then its own sleep)
     assert elapsed < 4.0  # not a second per rejected request in a row
 
