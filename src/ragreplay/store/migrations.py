@@ -611,3 +611,32 @@ def m015_eval_runs(conn: Connection) -> None:
         Column("updated_at", UTCDateTime, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(16)
+def m016_golden_sets(conn: Connection) -> None:
+    """Golden sets: named, immutable versions (content hash, recipe, counts) and their rows (the golden layer's
+    JSON, in order). A version is written once with its rows; a name's versions count up from 1."""
+    md = MetaData()
+    Table(
+        "golden_sets",
+        md,
+        Column("id", Id, primary_key=True),
+        Column("name", Text, nullable=False),
+        Column("version", Integer, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("content_hash", Text, nullable=False),
+        Column("recipe", Text, nullable=False),
+        Column("counts", Text, nullable=False),
+        Column("n_rows", Integer, nullable=False),
+        Index("ux_golden_sets_name_version", "name", "version", unique=True),
+    )
+    Table(
+        "golden_rows",
+        md,
+        Column("set_id", Id, ForeignKey("golden_sets.id", ondelete="CASCADE"), primary_key=True),
+        Column("position", Integer, primary_key=True),
+        Column("row_id", Text, nullable=False),
+        Column("payload", Text, nullable=False),
+    )
+    md.create_all(conn)

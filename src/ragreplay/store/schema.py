@@ -467,3 +467,25 @@ calibration_history = Table(
     Column("status", StorableText, nullable=False),
     Column("per_tag", StorableText, nullable=False),
 )
+
+golden_sets = Table(
+    "golden_sets",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("name", StorableText, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("content_hash", StorableText, nullable=False),
+    Column("recipe", StorableText, nullable=False),
+    Column("counts", StorableText, nullable=False),
+    Column("n_rows", Integer, nullable=False),
+)
+
+golden_rows = Table(
+    "golden_rows",
+    metadata,
+    Column("set_id", Id, primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("row_id", StorableText, nullable=False),
+    Column("payload", StorableText, nullable=False),
+)

@@ -17,6 +17,7 @@ from ragreplay.store.comparisons import ComparisonsRepository
 from ragreplay.store.connect import StoreError, connection_failure, create_store_engine, parse_store_url
 from ragreplay.store.evals import EvalsRepository
 from ragreplay.store.gates import GatesRepository
+from ragreplay.store.golden import GoldenSetsRepository
 from ragreplay.store.migrations import check_not_newer, current_version, latest_version, migrate
 from ragreplay.store.regsets import RegsetsRepository
 from ragreplay.store.review_judgments import ReviewJudgmentsRepository
@@ -42,7 +43,8 @@ class Store(StoreBase):
     ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
     reviews), ``review_sessions`` (the review screen's logins), ``review_judgments`` (judgments of review items
     by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time),
-    ``evals`` (`ragreplay eval` runs and their rows' scores) and ``secrets`` (e.g. the shadow's user-id salt).
+    ``evals`` (`ragreplay eval` runs and their rows' scores), ``golden`` (golden set versions and their rows) and
+    ``secrets`` (e.g. the shadow's user-id salt).
     Each service takes the repository (or the protocol in ``ragreplay.ports``) it needs. Every method is
     synchronous and commits its own transaction; :meth:`write_batch` writes across repositories in one. A store
     may be used from one thread other than the one that opened it (the jobs' writer thread).
@@ -68,6 +70,7 @@ class Store(StoreBase):
         self.review_judgments = ReviewJudgmentsRepository(engine, display_url)
         self.calibration_history = CalibrationHistoryRepository(engine, display_url)
         self.evals = EvalsRepository(engine, display_url)
+        self.golden = GoldenSetsRepository(engine, display_url)
         self._batch = BatchWriter(
             engine,
             display_url,
