@@ -16,9 +16,11 @@ from typing import Annotated
 import typer
 
 from ragreplay.cli.common import console, count_progress, err_console, info, open_store, settings_from
+from ragreplay.core.rubric import Rubric
 from ragreplay.errors import ConfigError
 from ragreplay.evaluation.run import EvalReport, evaluate_dataset, stored_report
 from ragreplay.ingest.eval_dataset import read_eval_dataset
+from ragreplay.ingest.rubric_file import read_rubric
 from ragreplay.jobs.runner import Progress
 from ragreplay.report.eval import EVAL_FORMATS, render_eval
 from ragreplay.settings import Settings
@@ -46,8 +48,29 @@ def _emit(report: EvalReport, fmt: str, output: Path | None) -> None:
         raise typer.Exit(1)
 
 
+MAX_REPEATS = 20
+"""``--repeats`` above this is refused: every repeat is another judge call per row."""
+
+
+def _judge_options(judge: str | None, rubric: Path | None, repeats: int) -> Rubric | None:
+    """The rubric read and the options checked before anything is written."""
+    if rubric is not None and judge is None:
+        raise ConfigError("--rubric needs a judge to grade with. Fix: add --judge provider:model")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ConfigError(f"--repeats {repeats}: choose a number from 1 to {MAX_REPEATS}")
+    if repeats > 1 and judge is None:
+        raise ConfigError("--repeats scores the judged metrics again. Fix: add --judge provider:model")
+    return read_rubric(rubric) if rubric is not None else None
+
+
 async def _eval(
-    store: Store, settings: Settings, dataset: Path, judge: str | None, fresh: bool
+    store: Store,
+    settings: Settings,
+    dataset: Path,
+    judge: str | None,
+    fresh: bool,
+    rubric: Rubric | None = None,
+    repeats: int = 1,
 ) -> EvalReport:
     rows = read_eval_dataset(dataset)
     bar = count_progress()
@@ -68,7 +91,16 @@ async def _eval(
 
     with bar:
         return await evaluate_dataset(
-            store, settings, rows, str(dataset), judge, fresh=fresh, on_plan=on_plan, progress=on_progress
+            store,
+            settings,
+            rows,
+            str(dataset),
+            judge,
+            fresh=fresh,
+            on_plan=on_plan,
+            progress=on_progress,
+            rubric=rubric,
+            repeats=repeats,
         )
 
 
@@ -80,6 +112,13 @@ def eval_command(
         str | None,
         typer.Option(help="LLM judge, provider:model (fake:default works offline); without: no LLM metrics"),
     ] = None,
+    rubric: Annotated[
+        Path | None,
+        typer.Option(help="Rubric YAML: the judge also grades every criterion 1-5 (needs --judge)"),
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option(help="Score every row N times with the judge and report the run-to-run variance")
+    ] = 1,
     fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
@@ -92,16 +131,19 @@ def eval_command(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
-    LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row).
+    LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row);
+    with --rubric, every criterion of the rubric graded 1-5 (one more call per row); with --repeats N, all of it
+    N times, and the run-to-run variance.
 
     Each row is saved as it is scored: the same command resumes a killed run without repeating a call, and shows
     a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
     """
     _check_format(fmt)
+    graded_by = _judge_options(judge, rubric, repeats)
     settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
     with open_store(settings.db, create=True) as store:
         try:
-            report = asyncio.run(_eval(store, settings, dataset, judge, fresh))
+            report = asyncio.run(_eval(store, settings, dataset, judge, fresh, graded_by, repeats))
         except KeyboardInterrupt:
             err_console.print(
                 "\n[yellow]interrupted.[/yellow] Scored rows are saved; run the same command again to resume."

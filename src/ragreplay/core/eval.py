@@ -70,10 +70,21 @@ class MetricValue(BaseModel):
         return cls(value=None, reason=reason)
 
 
+class CriterionScore(BaseModel):
+    """A rubric criterion's grade for one row: the judge's 1-5 score and its short reasoning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    score: int
+    reasoning: str = ""
+
+
 class RowScores(BaseModel):
     """What one row scored: every metric that applies to it, the judge's raw reply and the call's accounting.
 
-    ``error`` is set when the judge could not be called (after retries): such a row is retried on resume."""
+    ``error`` is set when the judge could not be called (after retries): such a row is retried on resume.
+    ``rubric`` holds the rubric criteria's grades (of the first scoring). With repeats, ``repeats`` holds the
+    judged metrics of each scoring in order, and a judged metric in ``metrics`` is their mean."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -86,6 +97,17 @@ class RowScores(BaseModel):
     cached: bool = False
     cost_usd: float = 0.0
     error: str | None = None
+    rubric: dict[str, CriterionScore] = Field(default_factory=dict)
+    repeats: tuple[dict[str, MetricValue], ...] = ()
+    cached_calls: int | None = None
+
+    @property
+    def calls_from_cache(self) -> int:
+        """How many of the row's calls the model cache answered (rows saved before ``cached_calls`` was
+        kept made one call, cached or not)."""
+        if self.cached_calls is not None:
+            return self.cached_calls
+        return self.calls if self.cached else 0
 
 
 class MetricSummary(BaseModel):
@@ -108,6 +130,23 @@ class MetricSummary(BaseModel):
     reasons: dict[str, int] = Field(default_factory=dict)
 
 
+class MetricVariance(BaseModel):
+    """How much a judged metric moves when every row is scored again (``--repeats``): the mean over rows of
+    each row's standard deviation across its scorings (``rows``: those with two or more determined), and the
+    run's mean in each scoring with their standard deviation (``sd_of_means``) and range."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    repeats: int
+    rows: int
+    mean_row_sd: float | None = None
+    repeat_means: tuple[float | None, ...] = ()
+    sd_of_means: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
 class EvalSummary(BaseModel):
     """A run's figures: every metric over all rows and per tag, how many rows errored."""
 
@@ -118,6 +157,7 @@ class EvalSummary(BaseModel):
     metrics: tuple[MetricSummary, ...]
     per_tag: dict[str, tuple[MetricSummary, ...]] = Field(default_factory=dict)
     tag_rows: dict[str, int] = Field(default_factory=dict)
+    variance: tuple[MetricVariance, ...] = ()
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -176,7 +216,8 @@ def _summaries(rows: Sequence[RowScores], order: Sequence[str]) -> tuple[MetricS
 
 
 def summarize(rows: Sequence[RowScores], order: Sequence[str] = ()) -> EvalSummary:
-    """Every metric over the rows that did not error, overall and per tag; metrics listed in ``order`` first."""
+    """Every metric over the rows that did not error, overall and per tag, and the repeats' variance; metrics
+    listed in ``order`` first."""
     scored = [r for r in rows if r.error is None]
     tags: dict[str, list[RowScores]] = {}
     for row in scored:
@@ -188,7 +229,63 @@ def summarize(rows: Sequence[RowScores], order: Sequence[str] = ()) -> EvalSumma
         metrics=_summaries(scored, order),
         per_tag={tag: _summaries(members, order) for tag, members in sorted(tags.items())},
         tag_rows={tag: len(members) for tag, members in sorted(tags.items())},
+        variance=repeat_variance(scored, order),
     )
+
+
+def _sd(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def mean_of_repeats(repeats: Sequence[Mapping[str, MetricValue]]) -> dict[str, MetricValue]:
+    """Per metric the mean of its determined values over the scorings; undetermined (with the first
+    scoring's reason) when none is determined."""
+    out: dict[str, MetricValue] = {}
+    for name in dict.fromkeys(n for scoring in repeats for n in scoring):
+        values = [s[name] for s in repeats if name in s]
+        known = [v.value for v in values if v.value is not None]
+        out[name] = MetricValue.of(sum(known) / len(known)) if known else values[0]
+    return out
+
+
+def repeat_variance(rows: Sequence[RowScores], order: Sequence[str] = ()) -> tuple[MetricVariance, ...]:
+    """For every metric scored in repeats: the mean per-row standard deviation (sample, over the row's
+    determined scorings) and the spread of the run's mean across scorings (each over its determined rows)."""
+    repeated = [r for r in rows if len(r.repeats) > 1]
+    if not repeated:
+        return ()
+    n = max(len(r.repeats) for r in repeated)
+    names = list(dict.fromkeys(name for r in repeated for scoring in r.repeats for name in scoring))
+    names = [m for m in order if m in names] + [m for m in names if m not in order]
+    out = []
+    for name in names:
+        per_repeat: list[list[float]] = [[] for _ in range(n)]
+        row_sds = []
+        for row in repeated:
+            known = []
+            for k, scoring in enumerate(row.repeats):
+                value = scoring.get(name)
+                if value is not None and value.value is not None:
+                    known.append(value.value)
+                    per_repeat[k].append(value.value)
+            if len(known) > 1:
+                row_sds.append(_sd(known))
+        means = tuple(sum(v) / len(v) if v else None for v in per_repeat)
+        known_means = [m for m in means if m is not None]
+        out.append(
+            MetricVariance(
+                name=name,
+                repeats=n,
+                rows=len(row_sds),
+                mean_row_sd=sum(row_sds) / len(row_sds) if row_sds else None,
+                repeat_means=means,
+                sd_of_means=_sd(known_means) if len(known_means) > 1 else None,
+                low=min(known_means) if known_means else None,
+                high=max(known_means) if known_means else None,
+            )
+        )
+    return tuple(out)
 
 
 def normal_tags(tags: Mapping[str, Any] | Sequence[Any] | None) -> tuple[str, ...]:

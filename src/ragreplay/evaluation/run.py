@@ -20,11 +20,14 @@ from ragreplay.core.chat import ProviderError
 from ragreplay.core.eval import EvalRow, EvalSummary, MetricValue, RowScores, summarize
 from ragreplay.core.ids import content_hash
 from ragreplay.core.retrieval_metrics import metric_value
+from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, Rubric
 from ragreplay.core.runs import RunStatus
+from ragreplay.evaluation.judged import JudgedRow, judge_row
 from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.metrics.lexical import bleu, exact_match, rouge_l, token_f1
-from ragreplay.metrics.llm import LLM_METRICS, PROMPT_VERSION, score_row
+from ragreplay.metrics.llm import LLM_METRICS, PROMPT_VERSION
+from ragreplay.metrics.rubric_judge import prompt_version as rubric_prompt_version
 from ragreplay.ports import ChatModel
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.settings import Settings
@@ -35,7 +38,6 @@ RETRIEVAL_METRICS = ("P@5", "R@10", "Hit@5", "MRR", "nDCG@10", "MAP")
 """The retrieval metrics computed for a row with judgments (trec_eval conventions, linear gain)."""
 LEXICAL_METRICS = ("bleu", "rouge_l", "token_f1", "exact_match")
 """Computed for a row with a reference; ``bleu`` is sacrebleu's sentence BLEU divided by 100 (0-1)."""
-METRIC_ORDER = (*LLM_METRICS, *LEXICAL_METRICS, *RETRIEVAL_METRICS)
 
 
 def retrieval_scores(row: EvalRow, metrics: Sequence[str] = RETRIEVAL_METRICS) -> dict[str, MetricValue]:
@@ -73,32 +75,33 @@ class EvalJob:
     judge: ChatModel | None
     writer: StoreWriter
     positions: Mapping[str, int]
+    rubric: Rubric | None = None
+    repeats: int = 1
 
     async def run_one(self, row: EvalRow) -> RowScores:
         """Every metric of ``row``, saved before it returns."""
         metrics = {**retrieval_scores(row), **lexical_scores(row)}
-        claims: dict[str, object] = {}
-        raw, calls, cached, cost, error = "", 0, False, 0.0, None
+        judged, error = JudgedRow(), None
         if self.judge is not None:
-            calls = 1
             try:
-                scored = await score_row(self.judge, row)
+                judged = await judge_row(self.judge, row, self.rubric, self.repeats)
             except ProviderError as exc:
                 error = f"judge call failed: {exc}"
-            else:
-                metrics.update(scored.metrics)
-                raw, cached, cost = scored.response.text, scored.response.cached, scored.response.cost_usd
-                claims = scored.counts.as_dict() if scored.counts is not None else {"problem": scored.problem}
+                judged = JudgedRow(calls=1)
+            metrics.update(judged.metrics)
         scores = RowScores(
             row_id=row.id,
             tags=row.tags,
             metrics=metrics,
-            claims=claims,
-            raw_reply=raw,
-            calls=calls,
-            cached=cached,
-            cost_usd=cost,
+            claims=judged.claims,
+            raw_reply=judged.raw_reply,
+            calls=judged.calls,
+            cached=judged.calls > 0 and judged.cached_calls == judged.calls,
+            cost_usd=judged.cost_usd,
             error=error,
+            rubric=judged.rubric,
+            repeats=judged.repeats,
+            cached_calls=judged.cached_calls,
         )
         record = EvalRowRecord(
             eval_id=self.eval_id,
@@ -114,7 +117,11 @@ class EvalJob:
         """Errors, rows with an undetermined LLM metric (as unscorable) and cost."""
         if result.error is not None:
             progress.errors += 1
-        elif any(result.metrics[m].value is None for m in LLM_METRICS if m in result.metrics):
+        elif any(
+            value.value is None
+            for name, value in result.metrics.items()
+            if name in LLM_METRICS or name.startswith(METRIC_PREFIX)
+        ):
             progress.unscorable += 1
         progress.cost_usd += result.cost_usd
 
@@ -134,18 +141,52 @@ PlanCallback = Callable[[EvalRunRecord, int, bool], None]
 """Told the run, how many rows are left and whether it resumes, before any row is scored."""
 
 
-def config_hash(rows: Sequence[EvalRow], judge_spec: str | None) -> str:
-    """The identity of a run: the rows' content, the judge, its prompt version and the metrics."""
-    return content_hash(
-        {
-            "rows": content_hash([r.model_dump(mode="json") for r in rows], 32),
-            "judge": judge_spec,
-            "prompt_version": PROMPT_VERSION if judge_spec else None,
-            "retrieval": list(RETRIEVAL_METRICS),
-            "lexical": list(LEXICAL_METRICS),
-        },
-        32,
-    )
+def config_hash(
+    rows: Sequence[EvalRow], judge_spec: str | None, rubric: Rubric | None = None, repeats: int = 1
+) -> str:
+    """The identity of a run: the rows' content, the judge, its prompt versions (the rubric's included), the
+    metrics and the repeats (the last two only when asked for, so a plain run keeps the identity it had)."""
+    identity: dict[str, object] = {
+        "rows": content_hash([r.model_dump(mode="json") for r in rows], 32),
+        "judge": judge_spec,
+        "prompt_version": PROMPT_VERSION if judge_spec else None,
+        "retrieval": list(RETRIEVAL_METRICS),
+        "lexical": list(LEXICAL_METRICS),
+    }
+    if rubric is not None and judge_spec:
+        identity["rubric"] = rubric_prompt_version(rubric)
+    if repeats > 1 and judge_spec:
+        identity["repeats"] = repeats
+    return content_hash(identity, 32)
+
+
+def run_config(rows: int, rubric: Rubric | None, repeats: int) -> dict[str, object]:
+    """What a run record keeps of its options: the metrics, the rubric (to show its criteria and weights
+    again) and the repeats."""
+    config: dict[str, object] = {
+        "retrieval": list(RETRIEVAL_METRICS),
+        "lexical": list(LEXICAL_METRICS),
+        "rows": rows,
+    }
+    if rubric is not None:
+        config["rubric"] = {
+            **rubric.model_dump(mode="json"),
+            "version": rubric.version,
+            "prompt_version": rubric_prompt_version(rubric),
+        }
+    if repeats > 1:
+        config["repeats"] = repeats
+    return config
+
+
+def metric_order(record: EvalRunRecord) -> tuple[str, ...]:
+    """The order a run's metrics are shown in: LLM, rubric (as the rubric lists them), lexical, retrieval."""
+    rubric = record.config.get("rubric")
+    criteria = rubric.get("criteria", []) if isinstance(rubric, dict) else []
+    names = [f"{METRIC_PREFIX}{c['name']}" for c in criteria if isinstance(c, dict) and "name" in c]
+    if names:
+        names.append(METRIC_PREFIX + OVERALL)
+    return (*LLM_METRICS, *names, *LEXICAL_METRICS, *RETRIEVAL_METRICS)
 
 
 def stored_rows(store: Store, eval_id: str) -> tuple[RowScores, ...]:
@@ -156,13 +197,19 @@ def stored_rows(store: Store, eval_id: str) -> tuple[RowScores, ...]:
 def stored_report(store: Store, record: EvalRunRecord) -> EvalReport:
     """An eval run shown again from its saved rows: no call is made."""
     rows = stored_rows(store, record.id)
-    return EvalReport(record=record, rows=rows, summary=summarize(rows, METRIC_ORDER), reshown=True)
+    return EvalReport(record=record, rows=rows, summary=summarize(rows, metric_order(record)), reshown=True)
 
 
 def _plan(
-    store: Store, rows: Sequence[EvalRow], dataset: str, judge_spec: str | None, fresh: bool
+    store: Store,
+    rows: Sequence[EvalRow],
+    dataset: str,
+    judge_spec: str | None,
+    fresh: bool,
+    rubric: Rubric | None,
+    repeats: int,
 ) -> tuple[EvalRunRecord, list[EvalRow], bool]:
-    digest = config_hash(rows, judge_spec)
+    digest = config_hash(rows, judge_spec, rubric, repeats)
     existing = None if fresh else store.evals.find_eval(digest)
     if existing is not None:
         done = store.evals.scored_row_ids(existing.id)
@@ -175,7 +222,7 @@ def _plan(
         dataset=dataset,
         judge=judge_spec or "",
         prompt_version=PROMPT_VERSION if judge_spec else "",
-        config={"retrieval": list(RETRIEVAL_METRICS), "lexical": list(LEXICAL_METRICS), "rows": len(rows)},
+        config=run_config(len(rows), rubric if judge_spec else None, repeats if judge_spec else 1),
         config_hash=digest,
         n_rows=len(rows),
     )
@@ -194,15 +241,19 @@ async def evaluate(
     fresh: bool = False,
     on_plan: PlanCallback | None = None,
     progress: ProgressCallback | None = None,
+    rubric: Rubric | None = None,
+    repeats: int = 1,
 ) -> EvalReport:
-    """Score every row not saved yet, then summarize the whole run (see the module docstring)."""
-    record, todo, resumed = _plan(store, rows, dataset, judge_spec, fresh)
+    """Score every row not saved yet, then summarize the whole run (see the module docstring); with a judge,
+    ``rubric`` adds its criteria's metrics and ``repeats`` scores every row that many times."""
+    record, todo, resumed = _plan(store, rows, dataset, judge_spec, fresh, rubric, repeats)
     if on_plan is not None:
         on_plan(record, len(todo), resumed)
     if resumed and record.status == RunStatus.DONE and not todo:
         return stored_report(store, record)
     store.evals.set_eval_status(record.id, RunStatus.RUNNING)
-    job = EvalJob(record.id, judge, writer, {r.id: i for i, r in enumerate(rows)})
+    positions = {r.id: i for i, r in enumerate(rows)}
+    job = EvalJob(record.id, judge, writer, positions, rubric, repeats)
     plan = JobPlan(todo=todo, progress=Progress(total=len(rows), done=len(rows) - len(todo)))
     try:
         await run_job(job, plan, concurrency, progress)
@@ -210,7 +261,7 @@ async def evaluate(
         store.evals.set_eval_status(record.id, RunStatus.INTERRUPTED)
         raise
     scored = stored_rows(store, record.id)
-    summary = summarize(scored, METRIC_ORDER)
+    summary = summarize(scored, metric_order(record))
     store.evals.finish_eval(record.id, summary.model_dump(mode="json"))
     finished = store.evals.get_eval(record.id) or record
     return EvalReport(record=finished, rows=scored, summary=summary, resumed=resumed)
@@ -226,6 +277,8 @@ async def evaluate_dataset(
     env: Mapping[str, str] | None = None,
     on_plan: PlanCallback | None = None,
     progress: ProgressCallback | None = None,
+    rubric: Rubric | None = None,
+    repeats: int = 1,
 ) -> EvalReport:
     """:func:`evaluate` with the judge built from ``judge_spec`` (``provider:model``; ``None``: no LLM metrics),
     its calls cached in the store through the one writer; closes everything it opened."""
@@ -246,6 +299,8 @@ async def evaluate_dataset(
                 fresh=fresh,
                 on_plan=on_plan,
                 progress=progress,
+                rubric=rubric,
+                repeats=repeats,
             )
         finally:
             await factory.aclose()

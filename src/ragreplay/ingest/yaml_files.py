@@ -54,3 +54,24 @@ def load_model(model: type[M], data: dict[str, Any], source: str, prefix: str = 
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(validation_message(source, exc, prefix)) from None
+
+
+def yaml_line_of(yaml_text: str, path: list[str]) -> int | None:
+    """1-based line of the node at ``path`` in the YAML text (or of its deepest existing parent)."""
+    try:
+        node = yaml.compose(yaml_text)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+            node = node.value[int(key)]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line

@@ -167,8 +167,15 @@ def format_contexts(row: EvalRow) -> str:
     return "\n\n".join(f"[{n}] {c.id}\n{c.text}" for n, c in enumerate(row.contexts, start=1))
 
 
-def build_request(row: EvalRow) -> ChatRequest:
-    """The one request that scores ``row``."""
+def for_repeat(prompt_version: str, repeat: int) -> str:
+    """The prompt version a request of the ``repeat``-th scoring carries: repeat 0 keeps the plain version (so
+    its cache keys are those of a run without repeats), later repeats add ``#repeat<k>`` so the cache never
+    hands one repeat another's reply. The text sent is the same."""
+    return prompt_version if repeat == 0 else f"{prompt_version}#repeat{repeat}"
+
+
+def build_request(row: EvalRow, repeat: int = 0) -> ChatRequest:
+    """The one request that scores ``row`` (for the ``repeat``-th time: see :func:`for_repeat`)."""
     user = USER_TEMPLATE.format(
         question=fence("question", row.question),
         answer=fence("checked_answer", row.answer),
@@ -180,6 +187,7 @@ def build_request(row: EvalRow) -> ChatRequest:
         "answer": row.answer,
         "reference": row.reference,
         "contexts": [c.text for c in row.contexts],
+        "repeat": repeat,
     }
     return ChatRequest(
         messages=(
@@ -188,7 +196,7 @@ def build_request(row: EvalRow) -> ChatRequest:
         ),
         temperature=0.0,
         response_format=ResponseFormat(name="claims_check", json_schema=REPLY_SCHEMA),
-        prompt_version=PROMPT_VERSION,
+        prompt_version=for_repeat(PROMPT_VERSION, repeat),
         task=TASK,
         hints=hints,
     )
@@ -362,8 +370,8 @@ def scores_from_reply(text: str, row: EvalRow) -> tuple[dict[str, MetricValue], 
     return metrics_from_counts(counts, bool(row.contexts), has_reference), counts, ""
 
 
-async def score_row(model: ChatModel, row: EvalRow) -> LLMScores:
+async def score_row(model: ChatModel, row: EvalRow, repeat: int = 0) -> LLMScores:
     """Every LLM metric of ``row`` from one call to ``model`` (a provider error propagates)."""
-    response = await model.complete(build_request(row))
+    response = await model.complete(build_request(row, repeat))
     metrics, counts, problem = scores_from_reply(response.text, row)
     return LLMScores(metrics=metrics, counts=counts, response=response, problem=problem)

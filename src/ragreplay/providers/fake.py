@@ -26,6 +26,12 @@ It answers from ``request.hints`` by ``request.task``:
   relevant when it shares a word of 3+ letters with the question; ``answer_relevance`` is
   ``1 + round(4 * share of the question's such words in the answer)``. Reply: JSON in the shape of
   :class:`ragreplay.metrics.llm.ClaimsReply`; ``[[unparseable]]`` in the answer gives prose with no JSON.
+- ``rubric`` (hints ``question``, ``answer``, ``contexts``, ``reference``, ``criteria``): every criterion scores
+  ``1 + round(4 * share of the answer's words of 3+ letters found in the question, contexts and reference)``.
+  Reply: JSON ``{"criteria": {name: {"reasoning", "score"}}}``; ``[[unparseable]]`` in the answer gives prose.
+- ``claims`` and ``rubric`` with the hint ``repeat`` above 0 (a scoring repeated by ``ragreplay eval
+  --repeats``): each 1-5 score (answer relevance, every criterion) moves by -1, 0 or +1, clamped to 1-5, as a
+  hash of the answer, the criterion and the repeat says; so repeats differ, and the same repeat never does.
 - anything else: the last user message, echoed.
 
 Usage counts whitespace-separated words. Test hooks: ``latency_ms``, ``call_log`` (one JSON line per
@@ -202,16 +208,49 @@ def claims_reply(hints: dict[str, Any]) -> str:
     ]
     share = len(asked & in_answer) / len(asked) if asked else 1.0
     supported = sum(c["supported_by_contexts"] == "yes" for c in answer_claims)
+    relevance = repeat_jitter(1 + round(4 * share), f"answer_relevance|{answer}", hints.get("repeat"))
     return json.dumps(
         {
             "answer_claims": answer_claims,
             "reference_claims": reference_claims,
             "contexts": verdicts,
-            "answer_relevance": 1 + round(4 * share),
+            "answer_relevance": relevance,
             "reason": f"{supported} of {len(answer_claims)} answer claims found in the contexts",
         },
         ensure_ascii=False,
     )
+
+
+def repeat_jitter(score: int, key: str, repeat: Any) -> int:
+    """``score`` (1-5) moved by -1, 0 or +1 for a repeat above 0, as the hash of ``key`` and the repeat says."""
+    if not isinstance(repeat, int) or repeat <= 0:
+        return score
+    step = int(hashlib.sha256(f"{key}|{repeat}".encode()).hexdigest(), 16) % 3 - 1
+    return max(1, min(5, score + step))
+
+
+def rubric_reply(hints: dict[str, Any]) -> str:
+    """The fake's rubric grades (rule in the module docstring)."""
+    answer = str(hints.get("answer") or "")
+    if UNPARSEABLE_MARKER in answer:
+        return "A fair answer overall; I would grade it somewhere in the middle."
+    known = _claim_words(
+        " ".join(
+            [str(hints.get("question") or ""), str(hints.get("reference") or "")]
+            + [str(c) for c in hints.get("contexts") or []]
+        )
+    )
+    words = _claim_words(answer)
+    share = len(words & known) / len(words) if words else 0.0
+    base = 1 + round(4 * share)
+    grades = {
+        str(name): {
+            "reasoning": f"{len(words & known)} of {len(words)} answer words found in the material",
+            "score": repeat_jitter(base, f"{name}|{answer}", hints.get("repeat")),
+        }
+        for name in hints.get("criteria") or []
+    }
+    return json.dumps({"criteria": grades}, ensure_ascii=False)
 
 
 def _need(hints: dict[str, Any], task: str, keys: Sequence[str]) -> None:
@@ -245,6 +284,9 @@ def respond(request: ChatRequest) -> str:
     if task == "claims":
         _need(hints, task, ["answer"])
         return claims_reply(hints)
+    if task == "rubric":
+        _need(hints, task, ["answer", "criteria"])
+        return rubric_reply(hints)
     if task == "generate":
         return best_sentence(str(hints.get("question", "")), hints.get("contexts") or [])
     users = [m.content for m in request.messages if m.role == "user"]

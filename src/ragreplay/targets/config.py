@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from ragreplay.errors import ConfigError, InputProblem
+from ragreplay.ingest.yaml_files import yaml_line_of
 from ragreplay.targets.builtin_rag.config import BuiltinTargetConfig
 
 KINDS = ("python", "http", "logged", "fake", "builtin")
@@ -195,7 +196,7 @@ def _describe_validation(
             del loc[1]
         field = ".".join(loc) or None
         message, fix = _message_and_fix(err, loc)
-        line = _line_of(yaml_text, loc[len(prefix) :]) if yaml_text is not None else None
+        line = yaml_line_of(yaml_text, loc[len(prefix) :]) if yaml_text is not None else None
         problems.append(str(InputProblem(source, line, field, message, fix)))
     return "\n".join(problems)
 
@@ -215,27 +216,6 @@ def _message_and_fix(err: Any, loc: list[str]) -> tuple[str, str]:
         return f"invalid value {err['input']!r}", f"use {err['ctx']['expected']}"
     msg = str(err["msg"]).removeprefix("Value error, ")
     return msg, ""
-
-
-def _line_of(yaml_text: str, path: list[str]) -> int | None:
-    """1-based line of the node at ``path`` in the YAML text (or of its deepest existing parent)."""
-    try:
-        node = yaml.compose(yaml_text)
-    except yaml.YAMLError:
-        return None
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
-            node = node.value[int(key)]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
 
 
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

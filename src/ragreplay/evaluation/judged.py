@@ -1,0 +1,62 @@
+"""One row's judged metrics: the claims call (:mod:`ragreplay.metrics.llm`) and, with a rubric, the rubric call
+(:mod:`ragreplay.metrics.rubric_judge`), each made once per repeat.
+
+With repeats every scoring's request carries its repeat index (a distinct cache key: the cache never hands one
+repeat another's reply), the row keeps each scoring's metrics, and its judged metrics are their mean. The
+claims' counts, the raw reply and the rubric's grades kept with the row are the first scoring's. A provider
+error propagates (the caller makes an error row); the calls already answered are in the model cache, so
+scoring the row again pays none of them twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragreplay.core.eval import CriterionScore, EvalRow, MetricValue, mean_of_repeats
+from ragreplay.core.rubric import Rubric
+from ragreplay.metrics.llm import score_row
+from ragreplay.metrics.rubric_judge import score_rubric
+from ragreplay.ports import ChatModel
+
+
+@dataclass
+class JudgedRow:
+    """A row's judged metrics (the mean over repeats), each scoring's metrics (only with repeats), the first
+    scoring's claims counts, raw reply and rubric grades, and the calls' accounting."""
+
+    metrics: dict[str, MetricValue] = field(default_factory=dict)
+    repeats: tuple[dict[str, MetricValue], ...] = ()
+    claims: dict[str, Any] = field(default_factory=dict)
+    rubric: dict[str, CriterionScore] = field(default_factory=dict)
+    raw_reply: str = ""
+    calls: int = 0
+    cached_calls: int = 0
+    cost_usd: float = 0.0
+
+
+async def judge_row(judge: ChatModel, row: EvalRow, rubric: Rubric | None, repeats: int = 1) -> JudgedRow:
+    """Score ``row`` ``repeats`` times with the claims call and (given a rubric) the rubric call."""
+    out = JudgedRow()
+    scorings: list[dict[str, MetricValue]] = []
+    for repeat in range(repeats):
+        scored = await score_row(judge, row, repeat)
+        metrics = dict(scored.metrics)
+        responses = [scored.response]
+        if repeat == 0:
+            out.raw_reply = scored.response.text
+            out.claims = scored.counts.as_dict() if scored.counts is not None else {"problem": scored.problem}
+        if rubric is not None:
+            graded = await score_rubric(judge, row, rubric, repeat)
+            metrics.update(graded.metrics)
+            responses.append(graded.response)
+            if repeat == 0:
+                out.rubric = graded.criteria
+        for response in responses:
+            out.calls += 1
+            out.cached_calls += response.cached
+            out.cost_usd += response.cost_usd
+        scorings.append(metrics)
+    out.metrics = mean_of_repeats(scorings) if repeats > 1 else scorings[0]
+    out.repeats = tuple(scorings) if repeats > 1 else ()
+    return out
