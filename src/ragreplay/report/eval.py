@@ -7,7 +7,9 @@ import json
 from collections.abc import Sequence
 
 from ragreplay.core.eval import MetricSummary
+from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, raw_score
 from ragreplay.evaluation.run import EvalReport
+from ragreplay.report.labels import md_text
 
 EVAL_FORMATS = ("text", "md", "json")
 _BARS = "·▁▂▃▄▅▆▇█"
@@ -35,9 +37,9 @@ def _rows(metrics: Sequence[MetricSummary]) -> list[list[str]]:
 _HEAD = ["metric", "n", "undetermined", "mean", "p50", "p90", "distribution (0..1, 10 bins)"]
 
 
-def _text_table(rows: list[list[str]]) -> list[str]:
-    table = [_HEAD, *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(_HEAD))]
+def _text_table(rows: list[list[str]], head: Sequence[str] = _HEAD) -> list[str]:
+    table = [list(head), *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     lines = []
     for n, row in enumerate(table):
         lines.append(
@@ -58,6 +60,70 @@ def _md_table(rows: list[list[str]]) -> list[str]:
     return lines
 
 
+_RUBRIC_HEAD = ("criterion", "weight", "n", "undetermined", "mean (1-5)", "p50 (1-5)", "min", "max")
+_VARIANCE_HEAD = (
+    "metric",
+    "rows",
+    "mean row sd",
+    "sd of run means",
+    "run means (min-max)",
+    "run mean per repeat",
+)
+
+
+def _raw(value: float | None) -> str:
+    return "-" if value is None else f"{raw_score(value):.2f}"
+
+
+def _rubric_rows(report: EvalReport) -> list[list[str]]:
+    rubric = report.record.config.get("rubric")
+    if not isinstance(rubric, dict):
+        return []
+    weights = {str(c.get("name")): f"{c.get('weight', 1.0):g}" for c in rubric.get("criteria", [])}
+    weights[OVERALL] = "-"
+    by_name = {m.name: m for m in report.summary.metrics}
+    rows = []
+    for name, weight in weights.items():
+        m = by_name.get(METRIC_PREFIX + name)
+        if m is not None:
+            rows.append(
+                [name, weight, str(m.n), str(m.undetermined), *map(_raw, (m.mean, m.p50, m.min, m.max))]
+            )
+    return rows
+
+
+def _variance_rows(report: EvalReport) -> list[list[str]]:
+    return [
+        [
+            v.name,
+            str(v.rows),
+            _num(v.mean_row_sd),
+            _num(v.sd_of_means),
+            f"{_num(v.low)}-{_num(v.high)}",
+            " ".join(_num(m) for m in v.repeat_means),
+        ]
+        for v in report.summary.variance
+    ]
+
+
+def _extra_tables(report: EvalReport) -> list[tuple[str, Sequence[str], list[list[str]]]]:
+    """The rubric's criteria on their 1-5 scale, and the variance between repeats, when the run has them."""
+    tables: list[tuple[str, Sequence[str], list[list[str]]]] = []
+    rubric = _rubric_rows(report)
+    if rubric:
+        tables.append(("rubric, on the judge's 1-5 scale", _RUBRIC_HEAD, rubric))
+    variance = _variance_rows(report)
+    if variance:
+        repeats = report.summary.variance[0].repeats
+        tables.append((f"run-to-run variance over {repeats} repeats (0..1 scale)", _VARIANCE_HEAD, variance))
+    return tables
+
+
+def _md_plain(head: Sequence[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    return lines + ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
+
+
 def _reasons(report: EvalReport) -> list[tuple[str, str, int]]:
     return [(m.name, reason, n) for m in report.summary.metrics for reason, n in m.reasons.items()]
 
@@ -65,14 +131,27 @@ def _reasons(report: EvalReport) -> list[tuple[str, str, int]]:
 def _header(report: EvalReport) -> list[str]:
     r, s = report.record, report.summary
     judge = f"{r.judge} ({r.prompt_version})" if r.judge else "none (no LLM metrics)"
-    calls = sum(row.calls for row in report.rows if not row.cached)
-    cached = sum(1 for row in report.rows if row.cached)
+    cached = sum(row.calls_from_cache for row in report.rows)
+    calls = sum(row.calls for row in report.rows) - cached
     cost = sum(row.cost_usd for row in report.rows)
     shown = ["shown again from the store: no call made now"] if report.reshown else []
+    options = []
+    rubric = r.config.get("rubric")
+    if isinstance(rubric, dict):
+        options.append(
+            f"rubric: {rubric.get('name')} ({rubric.get('prompt_version')}), "
+            f"{len(rubric.get('criteria', []))} criteria graded 1-5, shown as (score - 1) / 4"
+        )
+    repeats = r.config.get("repeats")
+    if repeats:
+        options.append(
+            f"repeats: every row judged {repeats} times; judged metrics are the mean of the repeats"
+        )
     return [
         f"eval run {r.id} ({r.status.value}) on {r.dataset}",
         *shown,
         f"judge: {judge}",
+        *options,
         f"rows: {s.rows} ({s.errors} errored)  judge calls made: {calls}, answered from the cache: {cached}  "
         f"cost: ${cost:.4f}",
     ]
@@ -83,6 +162,8 @@ def render_text(report: EvalReport) -> str:
     lines = [*_header(report), "", *_text_table(_rows(report.summary.metrics))]
     for tag, metrics in report.summary.per_tag.items():
         lines += ["", f"tag {tag} (rows: {report.summary.tag_rows[tag]})", *_text_table(_rows(metrics))]
+    for title, columns, table in _extra_tables(report):
+        lines += ["", f"{title}:", *_text_table(table, columns)]
     reasons = _reasons(report)
     if reasons:
         lines += ["", "undetermined:"] + [f"  {name}: {n} x {reason}" for name, reason, n in reasons]
@@ -100,14 +181,16 @@ def render_markdown(report: EvalReport) -> str:
     for tag, metrics in report.summary.per_tag.items():
         lines += [
             "",
-            f"## tag `{tag}` (rows: {report.summary.tag_rows[tag]})",
+            f"## tag {md_text(tag)} (rows: {report.summary.tag_rows[tag]})",
             "",
             *_md_table(_rows(metrics)),
         ]
     reasons = _reasons(report)
     if reasons:
         lines += ["", "## undetermined", "", "| metric | reason | rows |", "|---|---|---:|"]
-        lines += [f"| {name} | {reason} | {n} |" for name, reason, n in reasons]
+        lines += [f"| {name} | {md_text(reason)} | {n} |" for name, reason, n in reasons]
+    for title, columns, table in _extra_tables(report):
+        lines += ["", f"## {title}", "", *_md_plain(columns, table)]
     return "\n".join(lines) + "\n"
 
 
