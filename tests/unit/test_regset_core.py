@@ -63,6 +63,14 @@ def cand(question: str = "how many leave days", **fields: Any) -> Candidate:
             "consistent": True,
         },  # disliked beats the judge
         {"failure_tag": "wrong-version"},  # a reviewer marked it wrong
+        # a reviewer wrote the correct answer (reviewed as wrong) without a tag
+        {"reference_answer": "Twenty-five days a year.", "champion_answer": "Twenty days."},
+        {
+            "reference_answer": "Twenty-five days a year.",
+            "feedback": Feedback.GOOD,
+            "judge_winner": "champion",
+            "consistent": True,
+        },  # the reviewer's correction beats the user's like and the judge
         {"champion_score": 2.0},
         {
             "champion_score": 1.5,
@@ -96,6 +104,11 @@ def test_wound_rules(fields: dict[str, Any]) -> None:
 )
 def test_contested_rules(fields: dict[str, Any]) -> None:
     assert classify(cand(**fields)) == "contested"
+
+
+def test_a_reviewers_answer_that_is_the_champions_is_no_wound() -> None:
+    same = cand(champion_answer="Twenty days.", reference_answer="twenty days", feedback=Feedback.GOOD)
+    assert classify(same) == "win"
 
 
 @pytest.mark.parametrize(

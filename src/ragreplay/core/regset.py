@@ -3,8 +3,10 @@
 A *candidate* is one question seen in the window (a shadow row or a replayed case) with what is known of it:
 the user's label, the judges' decisions, the champion's scores. :func:`classify` puts it in one stratum:
 
-- ``wound``: a known failure not fixed yet: the user disliked the answer, a reviewer marked it wrong, an
-  earlier gate left it open, or the champion scored 2 or less and the user did not like the answer;
+- ``wound``: a known failure not fixed yet: the user disliked the answer, a reviewer marked it wrong (tagged
+  its failure, or wrote a correct answer that is not the champion's: a review has no verdict field, writing the
+  correct answer is how a reviewer says the answer was wrong), an earlier gate left it open, or the champion
+  scored 2 or less and the user did not like the answer;
 - ``contested``: champion and challenger disagree and the judge was close (a tie, the two orders disagreeing,
   or a score margin under ``margin``), or the judge and the user disagree (the user liked the champion's
   answer but the judge preferred the challenger in both orders, or scored the champion 2 or less);
@@ -104,7 +106,12 @@ def classify(c: Candidate, margin: float = 0.5) -> Stratum | None:
     """The stratum of one candidate (see the module docstring), or ``None`` when it fits none."""
     scored_low = c.champion_score is not None and c.champion_score <= 2
     liked = c.feedback == Feedback.GOOD
-    if c.open_wound or c.feedback == Feedback.BAD or c.failure_tag is not None or (scored_low and not liked):
+    # a review has no verdict: a failure tag, or a correct answer other than the champion's, says it was wrong
+    corrected = c.reference_answer is not None and normalise(c.reference_answer) != normalise(
+        c.champion_answer
+    )
+    reviewed_wrong = c.failure_tag is not None or corrected
+    if c.open_wound or c.feedback == Feedback.BAD or reviewed_wrong or (scored_low and not liked):
         return "wound"
     close_call = (
         c.judge_winner == "tie"
