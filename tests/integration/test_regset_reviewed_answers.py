@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from ragreplay.core.regset import Stratum
 from ragreplay.core.review import Review, taxonomy
 from ragreplay.regset.build import TokenHashEmbedder, build_regset
 from ragreplay.review.queues import build_regset_queue
@@ -14,7 +15,7 @@ from regset_data import seed_shadow
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 WEEK = NOW - timedelta(days=7)
-SIZES = {"win": 5, "contested": 5, "wound": 5}
+SIZES: dict[Stratum, int] = {"win": 5, "contested": 5, "wound": 5}
 
 
 def test_a_correct_answer_without_a_tag_makes_an_open_wound(store: Store) -> None:
