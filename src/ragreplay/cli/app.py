@@ -157,6 +157,15 @@ COMMANDS = (
         "Show a stored eval run again from its saved rows: no model is called.",
     ),
     LazyCommand(
+        "eval-diff",
+        "ragreplay.cli.eval_diff_cmd:eval_diff",
+        (
+            "Compare two stored eval runs row by row: for every metric both scored, the rows paired, mean A and B, "
+            "B - A with a 95% paired bootstrap interval, a permutation p-value (and Holm's over the metrics) and "
+            "effect sizes (Cohen's d_z, rank-biserial); rows on one side only are counted. No model is called."
+        ),
+    ),
+    LazyCommand(
         "evals",
         "ragreplay.cli.eval_cmd:evals",
         "List eval runs, newest first: dataset, judge, rows and status.",
