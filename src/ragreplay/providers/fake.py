@@ -32,6 +32,10 @@ It answers from ``request.hints`` by ``request.task``:
 - ``claims`` and ``rubric`` with the hint ``repeat`` above 0 (a scoring repeated by ``ragreplay eval
   --repeats``): each 1-5 score (answer relevance, every criterion) moves by -1, 0 or +1, clamped to 1-5, as a
   hash of the answer, the criterion and the repeat says; so repeats differ, and the same repeat never does.
+- ``coverage`` (hints ``reference``, ``contexts``): the reference's sentences are its facts; a fact is held by
+  each context that holds at least half of its words of 3+ letters; ``covered`` when every fact is held,
+  ``missing`` when none is, else ``partly``. Reply: JSON in the shape of
+  :class:`ragreplay.diagnosis.coverage_judge.CoverageReply`; ``[[unparseable]]`` in the reference gives prose.
 - anything else: the last user message, echoed.
 
 Usage counts whitespace-separated words. Test hooks: ``latency_ms``, ``call_log`` (one JSON line per
@@ -253,6 +257,25 @@ def rubric_reply(hints: dict[str, Any]) -> str:
     return json.dumps({"criteria": grades}, ensure_ascii=False)
 
 
+def coverage_reply(hints: dict[str, Any]) -> str:
+    """The fake's coverage check (rule in the module docstring)."""
+    reference = str(hints.get("reference") or "")
+    if UNPARSEABLE_MARKER in reference:
+        return "Some of this is in the documents, I think."
+    contexts = [_claim_words(str(c)) for c in hints.get("contexts") or []]
+    facts = [
+        {
+            "fact": f,
+            "held_by": [n for n, words in enumerate(contexts, start=1) if _supports(f, words) == "yes"],
+        }
+        for f in _sentences(reference)
+    ]
+    held = sum(bool(f["held_by"]) for f in facts)
+    verdict = "covered" if facts and held == len(facts) else "missing" if held == 0 else "partly"
+    reason = f"{held} of {len(facts)} reference sentences found in the chunks"
+    return json.dumps({"facts": facts, "verdict": verdict, "reason": reason}, ensure_ascii=False)
+
+
 def _need(hints: dict[str, Any], task: str, keys: Sequence[str]) -> None:
     missing = [k for k in keys if k not in hints]
     if missing:
@@ -287,6 +310,9 @@ def respond(request: ChatRequest) -> str:
     if task == "rubric":
         _need(hints, task, ["answer", "criteria"])
         return rubric_reply(hints)
+    if task == "coverage":
+        _need(hints, task, ["reference", "contexts"])
+        return coverage_reply(hints)
     if task == "generate":
         return best_sentence(str(hints.get("question", "")), hints.get("contexts") or [])
     users = [m.content for m in request.messages if m.role == "user"]
