@@ -170,6 +170,11 @@ COMMANDS = (
         "ragreplay.cli.eval_cmd:evals",
         "List eval runs, newest first: dataset, judge, rows and status.",
     ),
+    LazyCommand(
+        "golden",
+        "ragreplay.cli.golden_cmd:golden_app",
+        "Golden sets: named, versioned questions with their correct answers and the chunks that hold them.",
+    ),
 )
 """Every command, in the order ``ragreplay --help`` lists them, with the first paragraph of its help: a command's
 module (and the store, the HTTP clients, the servers it imports) is imported only when that command is used."""

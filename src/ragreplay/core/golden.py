@@ -4,8 +4,8 @@ the content hash that makes re-importing the same rows a no-op, and ``NAME@versi
 A golden row has the shape of an eval dataset row (:class:`ragreplay.core.eval.EvalRow`) without the answer
 under test: ``id``, ``question``, ``reference`` (the correct answer; none for a question kept without one),
 ``contexts`` (the chunks that hold the answer, ``{id, text}``), ``judgments`` (graded relevance per chunk id),
-``tags``, and ``history`` (the earlier turns a follow-up question needs). ``answer`` is kept when a file gives
-one, so an eval dataset imported as a golden set exports back unchanged.
+``tags``, and ``history`` (the earlier turns a follow-up question needs). The answer under test and its
+ranking (an eval row's ``answer`` and ``retrieved``) are not golden: a target gives them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ class GoldenRow(BaseModel):
     id: str
     question: str
     reference: str | None = None
-    answer: str | None = None
     contexts: tuple[EvalContext, ...] = ()
     judgments: dict[str, int] | None = None
     tags: tuple[str, ...] = ()
@@ -53,8 +52,6 @@ class GoldenRow(BaseModel):
         out: dict[str, Any] = {"id": self.id, "question": self.question}
         if self.reference is not None:
             out["reference"] = self.reference
-        if self.answer is not None:
-            out["answer"] = self.answer
         if self.contexts:
             out["contexts"] = [c.model_dump() for c in self.contexts]
         if self.judgments is not None:

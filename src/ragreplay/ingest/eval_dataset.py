@@ -16,7 +16,7 @@ returned unless the whole file is right.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,11 +144,16 @@ def _row(record: Record, obj: Mapping[str, Any]) -> EvalRow | None:
     )
 
 
-def read_eval_dataset(path: Path) -> list[EvalRow]:
-    """Every row of the JSONL dataset at ``path``; :class:`InputError` listing the problems otherwise."""
-    problems = ProblemLog(str(path))
-    rows: list[EvalRow] = []
-    seen: dict[str, int] = {}
+def parse_eval_row(record: Record, obj: Mapping[str, Any]) -> EvalRow | None:
+    """The eval row in ``obj``, or ``None`` with its problems recorded on ``record`` (line, field and fix)."""
+    return _row(record, obj)
+
+
+def json_objects(
+    path: Path, problems: ProblemLog, example: str = _EXAMPLE
+) -> Iterator[tuple[Record, Mapping[str, Any]]]:
+    """Each non-blank line of the JSONL file at ``path`` as a JSON object with its :class:`Record`; a line that
+    is not a JSON object is recorded on ``problems`` (with ``example`` as the fix) and skipped."""
     for line_no, text in LineSource(path, problems):
         if problems.stopped:
             break
@@ -159,7 +164,7 @@ def read_eval_dataset(path: Path) -> list[EvalRow]:
             obj = parse_json(text)
         except json.JSONDecodeError as exc:
             record.problem(
-                None, f"is not valid JSON ({exc.msg} at column {exc.colno})", f"write each row as {_EXAMPLE}"
+                None, f"is not valid JSON ({exc.msg} at column {exc.colno})", f"write each row as {example}"
             )
             continue
         except JsonTextError as exc:
@@ -167,19 +172,30 @@ def read_eval_dataset(path: Path) -> list[EvalRow]:
             continue
         if not isinstance(obj, Mapping):
             record.problem(
-                None, f"is not a JSON object but {type(obj).__name__}", f"write each row as {_EXAMPLE}"
+                None, f"is not a JSON object but {type(obj).__name__}", f"write each row as {example}"
             )
             continue
+        yield record, obj
+
+
+def unique_id(record: Record, row_id: str, seen: dict[str, int]) -> bool:
+    """Whether ``row_id`` is new in the file (noted in ``seen``); a repeat is recorded on ``record``."""
+    if row_id in seen:
+        record.problem("id", f"{row_id!r} is also the id of line {seen[row_id]}", "give every row its own id")
+        return False
+    seen[row_id] = record.line or 0
+    return True
+
+
+def read_eval_dataset(path: Path) -> list[EvalRow]:
+    """Every row of the JSONL dataset at ``path``; :class:`InputError` listing the problems otherwise."""
+    problems = ProblemLog(str(path))
+    rows: list[EvalRow] = []
+    seen: dict[str, int] = {}
+    for record, obj in json_objects(path, problems):
         row = _row(record, obj)
-        if row is None:
-            continue
-        if row.id in seen:
-            record.problem(
-                "id", f"{row.id!r} is also the id of line {seen[row.id]}", "give every row its own id"
-            )
-            continue
-        seen[row.id] = line_no
-        rows.append(row)
+        if row is not None and unique_id(record, row.id, seen):
+            rows.append(row)
     problems.raise_if_any()
     if not rows:
         fix = f"write one JSON object per line, e.g. {_EXAMPLE}"

@@ -4,10 +4,28 @@ wound is fixed when the challenger's answer fits the reference)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 from ragreplay.core.regset import question_key
+from ragreplay.core.review import Review, ReviewItem
 from ragreplay.store import Store
+
+
+def reviewed_items(store: Store, since: datetime | None = None) -> Iterator[tuple[ReviewItem, Review]]:
+    """Each review (submitted at or after ``since``) that wrote a correct answer or a failure tag, with the item
+    it reviewed, oldest first. Reviews of items no longer stored are left out."""
+    items: dict[tuple[str, str], ReviewItem | None] = {}
+    for stored in store.reviews.load_reviews(since=since):
+        review = stored.review
+        if review.correct_answer is None and not review.failure_tags:
+            continue
+        where = (stored.queue_id, review.item_key)
+        if where not in items:
+            items[where] = store.reviews.get_item(*where)
+        item = items[where]
+        if item is not None:
+            yield item, review
 
 
 def reviewed_references(
@@ -16,19 +34,8 @@ def reviewed_references(
     """Question key -> (correct answer, first failure tag) from the reviews (submitted at or after ``since``);
     where several reviews of a question wrote one, the latest wins. Reviews that wrote neither are left out."""
     found: dict[str, tuple[str | None, str | None]] = {}
-    questions: dict[tuple[str, str], str | None] = {}
-    for stored in store.reviews.load_reviews(since=since):  # oldest first: later reviews overwrite
-        review = stored.review
-        if review.correct_answer is None and not review.failure_tags:
-            continue
-        where = (stored.queue_id, review.item_key)
-        if where not in questions:
-            item = store.reviews.get_item(*where)
-            questions[where] = None if item is None else item.question
-        question = questions[where]
-        if question is None:
-            continue
-        key = question_key(question)
+    for item, review in reviewed_items(store, since):  # oldest first: later reviews overwrite
+        key = question_key(item.question)
         answer, tag = found.get(key, (None, None))
         found[key] = (
             review.correct_answer or answer,
