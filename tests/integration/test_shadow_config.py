@@ -25,7 +25,7 @@ FLAG_NAMES = (
     "champion challenger db sample window tz per question_path answer_path contexts_path user_path tags_path "
     "host port timeout challenger_timeout mirror_path stream_text_path request_id_header request_id_path "
     "feedback_path feedback_id_path feedback_label_path feedback_comment_path redact keep_user_ids "
-    "header_timeout body_timeout idle_timeout max_connections"
+    "header_timeout body_timeout idle_timeout max_connections shadow_max_body_kb"
 ).split()
 
 FILE = {

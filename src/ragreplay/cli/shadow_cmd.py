@@ -169,7 +169,11 @@ def resolve_config(config: Path | None, flags: dict[str, Any]) -> ShadowServeCon
         redact=flags["redact"],
         hash_user_ids=None if keep is None else not keep,
     )
-    for key, flag in (("timeout_s", "timeout"), ("challenger_timeout_s", "challenger_timeout")):
+    for key, flag in (
+        ("timeout_s", "timeout"),
+        ("challenger_timeout_s", "challenger_timeout"),
+        ("shadow_max_body_kb", "shadow_max_body_kb"),
+    ):
         if flags[flag] is not None:
             data[key] = flags[flag]
     for key in ("host", "port"):
@@ -239,6 +243,13 @@ def serve(
     ] = None,
     challenger_timeout: Annotated[
         float | None, typer.Option(help="Seconds a challenger may take [default: 30].")
+    ] = None,
+    shadow_max_body_kb: Annotated[
+        float | None,
+        typer.Option(
+            help="Request bodies over this many KB go to the champion (streamed) but are not shadowed "
+            "[default: 256]."
+        ),
     ] = None,
     header_timeout: Annotated[
         float | None,

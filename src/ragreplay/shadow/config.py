@@ -126,6 +126,11 @@ class ShadowServeConfig(_Section):
     timeout_s: float = Field(60.0, gt=0, description="Seconds to wait for the champion before a 504.")
     challenger_timeout_s: float = Field(30.0, gt=0, description="Seconds a challenger may take.")
     max_body_mb: float = Field(16.0, gt=0, description="Request bodies over this many MB get a 413.")
+    shadow_max_body_kb: float = Field(
+        256.0,
+        gt=0,
+        description="Request bodies over this many KB are streamed to the champion and not shadowed.",
+    )
     max_reply_mb: float = Field(
         4.0, gt=0, description="Challenger replies over this many MB are errors, never stored."
     )

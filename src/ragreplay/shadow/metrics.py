@@ -18,6 +18,13 @@ METRICS: tuple[tuple[str, str, str, str, str], ...] = (
     ("proxy", "forwarded", "forwarded_total", "counter", "Requests answered by the champion and passed on."),
     (
         "proxy",
+        "not_shadowed_too_large",
+        "not_shadowed_too_large_total",
+        "counter",
+        "Requests whose body was over the shadow cap: streamed to the champion, not shadowed.",
+    ),
+    (
+        "proxy",
         "champion_unreachable",
         "champion_unreachable_total",
         "counter",

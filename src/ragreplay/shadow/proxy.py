@@ -4,6 +4,10 @@ Every request is forwarded to the champion and its response is returned unchange
 streamed through chunk by chunk. A copy of the request and of the response body (capped) goes to `mirror` only
 after the user's response has been sent completely, so a slow or failing mirror cannot change it.
 
+A request body over `shadow_max_body` bytes is not held whole: it is streamed to the champion as it arrives
+(still cut at `max_body`) and never mirrored (`not_shadowed_too_large`), since a real question with its history
+is a few KB and shadowing megabytes would cost every other user (issue 12).
+
 When the champion is down the user gets a 502 (504 on a timeout) with a short plain-text body: without the
 proxy the user would not have reached the app either. `/_shadow/stats` answers the proxy's own counters as JSON
 and is never forwarded.
@@ -26,7 +30,8 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from ragreplay.asgi import BodyTooLarge, Receive, Scope, Send, read_body, run_lifespan, send_body
+from ragreplay.asgi import BodyTooLarge, Receive, Scope, Send, run_lifespan, send_body
+from ragreplay.asgi.body_stream import BodyStream, read_start
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,8 @@ STATS_PATH = "/_shadow/stats"
 DEFAULT_TEE_CAP = 1 << 20
 DEFAULT_MAX_BODY = 16 << 20
 """Request bodies over this many bytes get a 413 (``max_body_mb`` in the shadow serve config)."""
+DEFAULT_SHADOW_MAX_BODY = 256 << 10
+"""Request bodies over this many bytes are streamed to the champion and not shadowed (``shadow_max_body_kb``)."""
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -94,6 +101,7 @@ class ProxyStats:
     requests: int = 0
     forwarded: int = 0
     too_large: int = 0
+    not_shadowed_too_large: int = 0
     champion_unreachable: int = 0
     champion_broke_midstream: int = 0
     mirrored: int = 0
@@ -144,6 +152,31 @@ def _decode_body(body: bytes, encoding: str | None, limit: int) -> tuple[bytes, 
     return body, False
 
 
+async def _relay(content: aiohttp.StreamReader, send: Send, tee_cap: int) -> tuple[bytes, bool]:
+    """Pass the champion's body to the user chunk by chunk as it comes; a copy of its first ``tee_cap`` bytes
+    for the mirror, and whether the body was longer."""
+    teed: list[bytes] = []
+    teed_len = 0
+    truncated = False
+    done = False
+    async for chunk in content.iter_any():
+        if not chunk:
+            continue
+        # the champion's whole body is in: end the response with this chunk, one write fewer
+        done = content.at_eof()
+        await send({"type": "http.response.body", "body": chunk, "more_body": not done})
+        room = tee_cap - teed_len
+        if room > 0:
+            teed.append(chunk[:room] if len(chunk) > room else chunk)
+            teed_len += min(room, len(chunk))
+        truncated = truncated or len(chunk) > room
+        if done:
+            break
+    if not done:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return b"".join(teed), truncated and tee_cap > 0
+
+
 def _text_pairs(raw: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
     return tuple([(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw])
 
@@ -159,9 +192,11 @@ class ShadowProxy:
         tee_cap: int = DEFAULT_TEE_CAP,
         max_body: int = DEFAULT_MAX_BODY,
         side_door_token: str | None = None,
+        shadow_max_body: int = DEFAULT_SHADOW_MAX_BODY,
     ) -> None:
         self.champion_url = champion_url.rstrip("/")
         self.max_body = max_body
+        self.shadow_max_body = shadow_max_body
         self.side_door_token = side_door_token
         self.mirror = mirror
         self.timeout_s = timeout_s
@@ -207,13 +242,7 @@ class ShadowProxy:
 
     async def _http_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["path"] == STATS_PATH:
-            refused = side_door_refusal(scope, self.side_door_token)
-            if refused is not None:
-                await send_body(
-                    send, refused[0], json.dumps({"error": refused[1]}).encode(), b"application/json"
-                )
-                return
-            await send_body(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
+            await self._serve_stats(scope, send)
             return
         self.stats.requests += 1
         if not scope["path"].startswith("/"):  # OPTIONS * and other non-path targets: nothing to forward
@@ -221,27 +250,33 @@ class ShadowProxy:
             await send_body(send, 400, b"400 the request target must be a path such as /ask\n", b"text/plain")
             return
         received_at = datetime.now(UTC) if self.mirror is not None else None
-        if _declared_length(scope) > self.max_body:
+        declared = _declared_length(scope)
+        if declared > self.max_body:
             await self._too_large(send)
             return
-        try:
-            body = await read_body(receive, self.max_body)
-        except BodyTooLarge:
-            await self._too_large(send)
+        body = await self._request_body(receive, declared)
+        if len(body.start if isinstance(body, BodyStream) else body) > self.max_body:
+            await self._too_large(send)  # one chunk can carry more (an in-process ASGI client's does)
             return
+        shadowable = isinstance(body, bytes) and len(body) <= self.shadow_max_body
+        if not shadowable:
+            self.stats.not_shadowed_too_large += 1
+        mirrored = shadowable and self.mirror is not None
         query: bytes = scope.get("query_string", b"")
         url = self._upstream_url(scope.get("raw_path") or scope["path"].encode(), query)
+        headers = _upstream_headers(scope)
+        if isinstance(body, BodyStream) and declared:
+            headers["content-length"] = str(declared)  # the user's framing, not chunked
         session = self._http()
         started = time.perf_counter()
         try:
             upstream = await session.request(
-                scope["method"],
-                url,
-                headers=_upstream_headers(scope),
-                data=body or None,
-                allow_redirects=False,
+                scope["method"], url, headers=headers, data=body or None, allow_redirects=False
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
+            if isinstance(body, BodyStream) and body.failure is not None:
+                await self._body_failed(body.failure, send)
+                return
             self.stats.champion_unreachable += 1
             status = 504 if isinstance(exc, TimeoutError) else 502
             self._count(status)
@@ -249,29 +284,9 @@ class ShadowProxy:
             await send_body(send, status, f"{status} champion unreachable\n".encode(), b"text/plain")
             return
         reply_headers = _strip_hop_by_hop(list(upstream.raw_headers))
-        content = upstream.content
-        teed: list[bytes] = []
-        teed_len = 0
-        truncated = False
         try:
             await send({"type": "http.response.start", "status": upstream.status, "headers": reply_headers})
-            done = False
-            async for chunk in content.iter_any():
-                if not chunk:
-                    continue
-                # the champion's whole body is in: end the response with this chunk, one write fewer
-                done = content.at_eof()
-                await send({"type": "http.response.body", "body": chunk, "more_body": not done})
-                room = self.tee_cap - teed_len
-                if len(chunk) > room:
-                    truncated = True
-                if room > 0:
-                    teed.append(chunk[:room] if len(chunk) > room else chunk)
-                    teed_len += min(room, len(chunk))
-                if done:
-                    break
-            if not done:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            teed, truncated = await _relay(upstream.content, send, self.tee_cap if mirrored else 0)
         except (aiohttp.ClientError, TimeoutError):
             # Headers are out: the only honest signal left is to abort the connection mid-body.
             self.stats.champion_broke_midstream += 1
@@ -283,9 +298,9 @@ class ShadowProxy:
         self._count(upstream.status)
         if truncated:
             self.stats.tee_truncated += 1
-        if self.mirror is None:
+        if not mirrored:
             return
-        assert received_at is not None
+        assert received_at is not None and isinstance(body, bytes)
         request = MirroredRequest(
             method=scope["method"],
             path=scope["path"],
@@ -294,7 +309,7 @@ class ShadowProxy:
             body=body,
             received_at=received_at,
         )
-        body, cut = _decode_body(b"".join(teed), upstream.headers.get("content-encoding"), self.tee_cap)
+        body, cut = _decode_body(teed, upstream.headers.get("content-encoding"), self.tee_cap)
         reply = ChampionReply(
             status=upstream.status,
             headers=_text_pairs(reply_headers),
@@ -303,6 +318,30 @@ class ShadowProxy:
             truncated=truncated or cut,
         )
         self._call_mirror(request, reply)
+
+    async def _serve_stats(self, scope: Scope, send: Send) -> None:
+        """The proxy's counters as JSON, to a client the side door lets in."""
+        refused = side_door_refusal(scope, self.side_door_token)
+        if refused is not None:
+            await send_body(send, refused[0], json.dumps({"error": refused[1]}).encode(), b"application/json")
+            return
+        await send_body(send, 200, json.dumps(self.stats.as_dict()).encode(), b"application/json")
+
+    async def _request_body(self, receive: Receive, declared: int) -> bytes | BodyStream:
+        """The whole body once it ended within ``shadow_max_body`` bytes and a chunk (it may be shadowed);
+        else the body as a stream to the champion, never held whole. A declared length over the cap streams
+        from the first byte."""
+        if declared > self.shadow_max_body:
+            return BodyStream(receive, b"", self.max_body)
+        start, ended = await read_start(receive, self.shadow_max_body)
+        return start if ended else BodyStream(receive, start, self.max_body)
+
+    async def _body_failed(self, failure: Exception, send: Send) -> None:
+        """The body streamed to the champion failed: a 413 past the limit; a client that left gets nothing."""
+        if isinstance(failure, BodyTooLarge):
+            await self._too_large(send)
+            return
+        log.debug("request body not passed on whole: %s", failure)
 
     async def _too_large(self, send: Send) -> None:
         self.stats.too_large += 1
@@ -423,11 +462,13 @@ def create_proxy(
     tee_cap: int = DEFAULT_TEE_CAP,
     max_body: int | None = None,
     side_door_token: str | None = None,
+    shadow_max_body: int | None = None,
 ) -> ShadowProxy:
     """An ASGI app that forwards everything to `champion_url` and hands a copy of each exchange to `mirror`.
 
     `mirror(request, reply)` is called on the event loop after the response was fully sent; exceptions are
     logged and counted, never raised. Keep it quick (e.g. `Shadow.record`, which only schedules challengers).
+    Exchanges whose request body is over `shadow_max_body` bytes are not handed to it.
     """
     limit = DEFAULT_MAX_BODY if max_body is None else max_body
     return ShadowProxy(
@@ -437,4 +478,5 @@ def create_proxy(
         tee_cap=tee_cap,
         max_body=limit,
         side_door_token=side_door_token,
+        shadow_max_body=DEFAULT_SHADOW_MAX_BODY if shadow_max_body is None else shadow_max_body,
     )

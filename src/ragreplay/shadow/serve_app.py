@@ -33,6 +33,7 @@ def build_app(
     challenger_timeout_s: float = 30.0,
     *,
     max_body: int | None = None,
+    shadow_max_body: int | None = None,
     max_reply: int | None = None,
     mirror_paths: tuple[str, ...] = (),
     feedback: FeedbackTap | None = None,
@@ -40,8 +41,8 @@ def build_app(
     hash_user_ids: bool = True,
 ) -> ShadowServeApp:
     """The proxy with the shadow wired: challengers as HTTP targets, rows and feedback logged to `store`
-    (closed on exit); only `mirror_paths` (all when empty) are shadowed; `feedback` reads the app's own
-    feedback endpoint."""
+    (closed on exit); only `mirror_paths` (all when empty) are shadowed, and only requests whose body is at
+    most `shadow_max_body` bytes; `feedback` reads the app's own feedback endpoint."""
     # The shadow's own timeout decides a hung first attempt (the +1 s keeps the client's out of its way);
     # retries (CHALLENGER_RETRY) end by the same timeout. The champion is never retried: it is the user's path.
     targets = {
@@ -73,7 +74,14 @@ def build_app(
         store.close()
 
     token = os.environ.get(SIDE_DOOR_TOKEN_ENV) or None  # a secret: from the environment only
-    proxy = create_proxy(champion, mirror, timeout_s=timeout_s, max_body=max_body, side_door_token=token)
+    proxy = create_proxy(
+        champion,
+        mirror,
+        timeout_s=timeout_s,
+        max_body=max_body,
+        side_door_token=token,
+        shadow_max_body=shadow_max_body,
+    )
     return ShadowServeApp(proxy, mirror, on_close=close)
 
 
@@ -86,6 +94,7 @@ def bare_proxy_from_config(cfg: ShadowServeConfig) -> ShadowProxy:
         timeout_s=cfg.timeout_s,
         max_body=int(cfg.max_body_mb * (1 << 20)),
         side_door_token=os.environ.get(SIDE_DOOR_TOKEN_ENV) or None,
+        shadow_max_body=int(cfg.shadow_max_body_kb * (1 << 10)),
     )
 
 
@@ -100,6 +109,7 @@ def app_from_config(cfg: ShadowServeConfig, store: Store) -> ShadowServeApp:
         cfg.timeout_s,
         cfg.challenger_timeout_s,
         max_body=int(cfg.max_body_mb * (1 << 20)),
+        shadow_max_body=int(cfg.shadow_max_body_kb * (1 << 10)),
         max_reply=int(cfg.max_reply_mb * (1 << 20)),
         mirror_paths=tuple(cfg.mirror_paths),
         feedback=cfg.feedback.build() if cfg.feedback is not None else None,
