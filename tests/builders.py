@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
+from ragreplay.core.shadow import ShadowAnswer, ShadowRow, new_row_id
 from ragreplay.core.types import Case, Feedback, Message, RetrievedChunk, Role
 
 
@@ -49,3 +50,38 @@ def make_history(*contents: str) -> tuple[Message, ...]:
         Message(role=Role.HUMAN if i % 2 == 0 else Role.AI, content=content)
         for i, content in enumerate(contents)
     )
+
+
+def make_shadow_row(
+    *,
+    id: str | None = None,
+    ts: datetime | None = None,
+    request_id: str = "r1",
+    query: str = "q",
+    user_hash: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    challenger: str = "b",
+    champion_answer: ShadowAnswer | str = "old",
+    challenger_answer: ShadowAnswer | str = "new",
+) -> ShadowRow:
+    """A :class:`~ragreplay.core.shadow.ShadowRow`: by default live request ``r1`` asking ``q``, challenger
+    ``b``, the champion answering ``old`` and the challenger ``new``, without user or tags, with a fresh id and
+    the current time (as the row's own defaults). An answer given as text is
+    ``ShadowAnswer(text=...)``; pass a :class:`~ragreplay.core.shadow.ShadowAnswer` for chunks, figures or an
+    error.
+    """
+    return ShadowRow(
+        id=id if id is not None else new_row_id(),
+        ts=ts if ts is not None else datetime.now(UTC),
+        request_id=request_id,
+        query=query,
+        user_hash=user_hash,
+        tags=dict(tags or {}),
+        challenger=challenger,
+        champion_answer=_side(champion_answer),
+        challenger_answer=_side(challenger_answer),
+    )
+
+
+def _side(answer: ShadowAnswer | str) -> ShadowAnswer:
+    return ShadowAnswer(text=answer) if isinstance(answer, str) else answer

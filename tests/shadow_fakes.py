@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Sequence
 
+from builders import make_shadow_row
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Answer, Case, RetrievedChunk
 
@@ -63,11 +64,9 @@ class FakeSink:
 
 
 def make_row(i: int) -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         request_id=f"r{i}",
-        query="q",
-        challenger="b",
-        champion_answer=ShadowAnswer(text="a"),
+        champion_answer="a",
         challenger_answer=ShadowAnswer(),
     )
 

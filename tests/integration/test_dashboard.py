@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
+from builders import make_shadow_row
 from ragreplay.asgi.serving import serve_in_thread
 from ragreplay.cli.app import main
 from ragreplay.compare.grid import ComparisonSummary
@@ -63,7 +64,7 @@ def make_row(
     tags: dict[str, str] | None = None,
     error: str | None = None,
 ) -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         id=rid,
         ts=NOW - timedelta(hours=hours),
         request_id=f"req-{rid}",

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from builders import make_shadow_row
 from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.store import Store
@@ -17,7 +18,7 @@ WEIRD_KEY = 'team "a"/ü'
 
 
 def make_row(rid: str, ts: datetime, challenger: str = "b", tags: dict[str, str] | None = None) -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         id=rid,
         ts=ts,
         request_id=f"req-{rid}",

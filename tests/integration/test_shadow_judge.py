@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from builders import make_shadow_row
 from ragreplay.cli.app import main
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback, Fit
@@ -29,7 +30,7 @@ def row(
     challenger: str = "b",
     dept: str = "hr",
 ) -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         id=rid,
         ts=NOW - age,
         request_id=f"req-{rid}",

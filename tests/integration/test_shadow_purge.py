@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
+from builders import make_shadow_row
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.store import Store
@@ -21,11 +22,10 @@ SIDE = ShadowAnswer(text="employees get 25 leave days")
 
 
 def row(rid: str, request_id: str, ts: datetime, challenger: str = "b") -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         id=rid,
         ts=ts,
         request_id=request_id,
-        query="q",
         challenger=challenger,
         champion_answer=SIDE,
         challenger_answer=SIDE,

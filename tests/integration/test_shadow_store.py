@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from builders import make_shadow_row
 from ragreplay.core.shadow import ShadowAnswer, ShadowRow
 from ragreplay.core.types import TokenUsage
 from ragreplay.store import Store
@@ -14,7 +15,7 @@ T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 
 
 def row(i: int, at: datetime = T0, challenger: str = "b") -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         id=f"row{i:04d}",
         ts=at,
         request_id=f"req{i}",

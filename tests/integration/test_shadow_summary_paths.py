@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from builders import make_shadow_row
 from ragreplay.cli.app import main
 from ragreplay.compare.checks import expected_language, is_wrong_language
 from ragreplay.compare.grid import ComparisonSummary, build_summary
@@ -50,7 +51,7 @@ def make_row(i: int, challenger: str, hours: float) -> ShadowRow:
     tags = {"dept": ["hr", "it", "fin"][i % 3]}
     if i % 4 == 0:
         tags["language"] = "nl"
-    return ShadowRow(
+    return make_shadow_row(
         id=f"r{i:03d}{challenger}",
         ts=NOW - timedelta(hours=hours),
         request_id=f"req-{i}",  # both challengers' rows of a request share it (and the champion's answer)

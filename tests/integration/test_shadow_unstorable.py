@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from builders import make_shadow_row
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback
 from ragreplay.shadow.log import FeedbackLog, ShadowLog
@@ -14,12 +15,10 @@ ODD = ["nul \x00 inside", "lone \ud800 surrogate", "both \udfff and \x00"]
 
 
 def row(i: int, text: str) -> ShadowRow:
-    return ShadowRow(
+    return make_shadow_row(
         request_id=f"req-{i}-{text}",
         query=text,
-        user_hash=None,
         tags={"department": text},
-        challenger="b",
         champion_answer=ShadowAnswer(text=text, chunk_ids=[f"doc{text}#1"], error=None),
         challenger_answer=ShadowAnswer(text="fine", error=text),
     )

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from builders import make_shadow_row
 from files import jsonl, write
-from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowRow
+from ragreplay.core.shadow import ShadowFeedback, ShadowRow
 from ragreplay.core.types import Feedback
 from ragreplay.errors import ConfigError, InputError
 from ragreplay.shadow.feedback_import import (
@@ -297,10 +298,7 @@ def test_validation_streams_in_flat_memory(tmp_path: Path) -> None:
 
 
 def _shadow_row(request_id: str) -> ShadowRow:
-    side = ShadowAnswer(text="x")
-    return ShadowRow(
-        request_id=request_id, query="q", challenger="b", champion_answer=side, challenger_answer=side
-    )
+    return make_shadow_row(request_id=request_id, champion_answer="x", challenger_answer="x")
 
 
 def test_write_in_batches_counts_shadowed_and_older_labels(tmp_path: Path) -> None:
