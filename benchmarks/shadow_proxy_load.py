@@ -22,7 +22,9 @@ clock) of the proxy's event loop.
 ``--big-mb 15`` adds two paths, ``direct_big`` and ``proxy_big``: the same small requests while another client
 sends one question of that many MB (text the redactor has to scan) down the same path at the start of each of
 their rounds, so "other users' p99 while a large body passes" is ``proxy_big`` against ``proxy`` (and
-``direct_big`` against ``direct`` is what the champion's own parsing of it costs).
+``direct_big`` against ``direct`` is what the champion's own parsing of it costs). Such a body is over the
+proxy's shadow cap, so it is streamed to the champion and not shadowed; ``--shadow-max-body-kb 20000`` raises the
+cap above it, so it is read whole and shadowed, as before the cap.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ def serve_role(args: argparse.Namespace) -> None:
             build_sampler(args.rate, [], "UTC", "request"),
             fields,
             challenger_timeout_s=args.timeout,
+            shadow_max_body=int(args.shadow_max_body_kb * 1024) if args.shadow_max_body_kb else None,
         )
         app.close_timeout_s = args.timeout + 5
         close = app.on_close
@@ -127,7 +130,10 @@ def serve_role(args: argparse.Namespace) -> None:
                 await close()
             dump_profile(args)
             stats = app.mirror.shadow.stats().as_dict()
-            Path(args.stats_file).write_text(json.dumps({**stats, "mirror": app.mirror.stats()}))
+            proxy = {"not_shadowed_too_large": app.proxy.stats.not_shadowed_too_large}
+            Path(args.stats_file).write_text(
+                json.dumps({**stats, "mirror": app.mirror.stats(), "proxy": proxy})
+            )
 
         app.on_close = close_and_report
     if args.role == "proxy" and args.profile:
@@ -446,6 +452,7 @@ def run(args: argparse.Namespace, db: str, stats_file: Path) -> dict[str, Any]:
                 str(stats_file),
             ),
             *(["--forward-only"] if args.forward_only else []),
+            *(["--shadow-max-body-kb", str(args.shadow_max_body_kb)] if args.shadow_max_body_kb else []),
             *(["--profile", args.profile] if args.profile else []),
         )
     )
@@ -547,6 +554,12 @@ def main() -> None:
     parser.add_argument("--db", default="", help="store URL (default: a temporary SQLite file)")
     parser.add_argument(
         "--big-mb", type=float, default=0.0, help="also measure while questions of this many MB pass (0: off)"
+    )
+    parser.add_argument(
+        "--shadow-max-body-kb",
+        type=float,
+        default=0.0,
+        help="the proxy's shadow cap (0: its default, 256); above --big-mb the large body is shadowed, as before",
     )
     parser.add_argument("--role", choices=["champion", "challenger", "proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
