@@ -175,6 +175,14 @@ COMMANDS = (
         "ragreplay.cli.golden_cmd:golden_app",
         "Golden sets: named, versioned questions with their correct answers and the chunks that hold them.",
     ),
+    LazyCommand(
+        "synth",
+        "ragreplay.cli.synth_cmd:synth",
+        (
+            "Generate test questions from a corpus (single-hop, multi-hop, unanswerable, follow-up) with reference "
+            "answers and source chunk ids: a model, or offline templates; saved as a golden set version or JSONL."
+        ),
+    ),
 )
 """Every command, in the order ``ragreplay --help`` lists them, with the first paragraph of its help: a command's
 module (and the store, the HTTP clients, the servers it imports) is imported only when that command is used."""

@@ -26,6 +26,8 @@ It answers from ``request.hints`` by ``request.task``:
   relevant when it shares a word of 3+ letters with the question; ``answer_relevance`` is
   ``1 + round(4 * share of the question's such words in the answer)``. Reply: JSON in the shape of
   :class:`ragreplay.metrics.llm.ClaimsReply`; ``[[unparseable]]`` in the answer gives prose with no JSON.
+- ``synth`` (hint ``draft``): the template draft of the test item, as the reply's JSON
+  (:class:`ragreplay.datasets.synth_prompt.SynthReply`).
 - ``rubric`` (hints ``question``, ``answer``, ``contexts``, ``reference``, ``criteria``): every criterion scores
   ``1 + round(4 * share of the answer's words of 3+ letters found in the question, contexts and reference)``.
   Reply: JSON ``{"criteria": {name: {"reasoning", "score"}}}``; ``[[unparseable]]`` in the answer gives prose.
@@ -313,6 +315,9 @@ def respond(request: ChatRequest) -> str:
     if task == "coverage":
         _need(hints, task, ["reference", "contexts"])
         return coverage_reply(hints)
+    if task == "synth":
+        _need(hints, task, ["draft"])
+        return json.dumps(hints["draft"], ensure_ascii=False)
     if task == "generate":
         return best_sentence(str(hints.get("question", "")), hints.get("contexts") or [])
     users = [m.content for m in request.messages if m.role == "user"]
