@@ -5,6 +5,7 @@
     python benchmarks/replay_scale.py memory --cases 2000 20000                  # peak RSS of a whole run
     python benchmarks/replay_scale.py startup                 # `ragreplay --help`, `--version`, `run --help`
     python benchmarks/replay_scale.py profile --cases 2000 --concurrency 64      # where the client's CPU goes
+    RAGREPLAY_HTTP_CLIENT=aiohttp python benchmarks/replay_scale.py cpu ...      # the same with aiohttp
 
 CPU is the client process's CPU time (``time.process_time``: every thread, the writer's too), which other load
 on the machine barely changes; wall-clock figures (efficiency) do change with it. The memory figure is the peak
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
 import resource
 import subprocess
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from ragreplay.core.runs import SourceRecord
 from ragreplay.providers.config import ProviderConfig
+from ragreplay.providers.openai_compat import HTTP_CLIENT_ENV
 from ragreplay.providers.pricing import Price
 from ragreplay.replay.replay_run import case_selection, replay, summarize_run
 from ragreplay.settings import Settings
@@ -65,8 +68,13 @@ async def replay_cold(store: Store, base_url: str, concurrency: int, model: str)
     cases = case_selection(store)
     target = FakeTarget(echo_old_answer=True, name="echo")
     start = time.perf_counter()
-    await replay(store, settings, target, cases, {}, env={}, fresh=True)
+    await replay(store, settings, target, cases, {}, env=client_env(), fresh=True)
     return time.perf_counter() - start, len(cases)
+
+
+def client_env() -> dict[str, str]:
+    """The factory's environment: only ``RAGREPLAY_HTTP_CLIENT`` (which HTTP client calls the mock), if set."""
+    return {k: v for k, v in os.environ.items() if k == HTTP_CLIENT_ENV}
 
 
 def endpoint_runs(

@@ -20,8 +20,9 @@ import pytest
 
 from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
 from ragreplay.providers.config import ModelSettings, ProviderConfig
+from ragreplay.providers.http11_pool import HttpPool
 from ragreplay.providers.limits import LimitedModel
-from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
+from ragreplay.providers.openai_compat import HTTP_CLIENT_ENV, HTTP_CLIENTS, LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import Price
 from ragreplay.providers.registry import ModelFactory
 
@@ -221,10 +222,13 @@ async def test_session_pool_caps_connections_at_max_connections(start_server: St
     assert 8 < seen["max_in_flight"] <= 12  # the pool is used in parallel, and never beyond its cap
 
 
-async def test_judge_and_rewriter_of_one_provider_share_one_session(start_server: StartServer) -> None:
+@pytest.mark.parametrize("client_kind", HTTP_CLIENTS)
+async def test_judge_and_rewriter_of_one_provider_share_one_session(
+    start_server: StartServer, client_kind: str
+) -> None:
     base_url = start_server(latency_ms=30)
     settings = ModelSettings(providers={"local": ProviderConfig(base_url=base_url, max_concurrency=3)})
-    factory = ModelFactory(settings, None, env={})
+    factory = ModelFactory(settings, None, env={HTTP_CLIENT_ENV: client_kind})
     judge, rewriter = factory.build("local:judge"), factory.build("local:rewriter")
     assert isinstance(judge, LimitedModel) and isinstance(rewriter, LimitedModel)
     raw_judge, raw_rewriter = judge.inner, rewriter.inner
@@ -235,7 +239,7 @@ async def test_judge_and_rewriter_of_one_provider_share_one_session(start_server
         calls += [raw_rewriter.complete(request(f"standalone {i}")) for i in range(8)]
         await asyncio.gather(*calls)
         assert raw_judge._client is raw_rewriter._client
-        assert isinstance(raw_judge._client, LazySession)
+        assert isinstance(raw_judge._client, HttpPool if client_kind == "http11" else LazySession)
         session = await raw_judge._client.get()
     finally:
         await factory.aclose()
@@ -245,13 +249,17 @@ async def test_judge_and_rewriter_of_one_provider_share_one_session(start_server
     assert seen["max_in_flight"] == 3
 
 
-def test_a_model_built_outside_a_loop_works_in_successive_event_loops(start_server: StartServer) -> None:
+@pytest.mark.parametrize("client_kind", HTTP_CLIENTS)
+def test_a_model_built_outside_a_loop_works_in_successive_event_loops(
+    start_server: StartServer, client_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(HTTP_CLIENT_ENV, client_kind)
     base_url = start_server()
     model = OpenAICompatModel("mock:m", base_url, "m")
     lazy = model._client
-    assert isinstance(lazy, LazySession)
+    assert isinstance(lazy, HttpPool if client_kind == "http11" else LazySession)
 
-    async def call() -> aiohttp.ClientSession:
+    async def call() -> Any:  # the running loop's pool: an aiohttp session or a LoopPool
         response = await model.complete(request("hello there"))
         assert response.text.startswith("Mock answer")
         return await lazy.get()

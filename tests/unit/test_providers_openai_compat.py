@@ -19,7 +19,8 @@ from aiohttp.test_utils import TestServer
 from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError
 from ragreplay.core.rate_limits import RateLimitInfo
 from ragreplay.core.retry import retry_after_seconds
-from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
+from ragreplay.providers.http11_pool import HttpPool
+from ragreplay.providers.openai_compat import HTTP_CLIENT_ENV, HTTP_CLIENTS, LazySession, OpenAICompatModel
 from ragreplay.providers.pricing import Price
 
 REQUEST = ChatRequest(
@@ -317,9 +318,12 @@ def test_parse_retry_after_forms() -> None:
     assert retry_after_seconds({}, now) is None
 
 
-def test_building_a_model_needs_no_event_loop() -> None:
+@pytest.mark.parametrize("client_kind", HTTP_CLIENTS)
+def test_building_a_model_needs_no_event_loop(client_kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(HTTP_CLIENT_ENV, client_kind)
     model = OpenAICompatModel("a:m", "http://127.0.0.1:9/v1", "m")
-    assert isinstance(model._client, LazySession) and model._client.closed
+    pool_class = HttpPool if client_kind == "http11" else LazySession
+    assert isinstance(model._client, pool_class) and model._client.closed
 
 
 async def test_lazy_session_is_made_once_with_the_configured_pool() -> None:
@@ -341,9 +345,14 @@ async def test_lazy_session_is_made_once_with_the_configured_pool() -> None:
     await lazy.aclose()
 
 
-async def test_aclose_closes_only_an_owned_session(serve: Any) -> None:
+@pytest.mark.parametrize("client_kind", HTTP_CLIENTS)
+async def test_aclose_closes_only_an_owned_session(
+    serve: Any, client_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(HTTP_CLIENT_ENV, client_kind)
+    pool_class = HttpPool if client_kind == "http11" else LazySession
     served = await serve(json_reply(completion()))
-    shared = LazySession()
+    shared = pool_class()
     first = served.model(client=shared)
     second = served.model(client=shared)
     await first.complete(REQUEST)
@@ -353,7 +362,7 @@ async def test_aclose_closes_only_an_owned_session(serve: Any) -> None:
     owned = served.model()
     await owned.complete(REQUEST)
     inner = owned._client
-    assert isinstance(inner, LazySession) and not inner.closed
+    assert isinstance(inner, pool_class) and not inner.closed
     await owned.aclose()
     assert inner.closed
     await shared.aclose()

@@ -16,8 +16,9 @@ from ragreplay.errors import ConfigError
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel
+from ragreplay.providers.http11_pool import HttpPool
 from ragreplay.providers.limits import LimitedModel
-from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
+from ragreplay.providers.openai_compat import HTTP_CLIENT_ENV, HTTP_CLIENTS, LazySession, OpenAICompatModel
 from ragreplay.providers.registry import OPENAI_DEFAULT_BASE_URL, ModelFactory, parse_spec
 
 REQUEST = ChatRequest(messages=(ChatMessage(role="user", content="hello"),))
@@ -221,19 +222,21 @@ def test_custom_provider_needs_a_base_url_and_its_key() -> None:
     assert "local:qwen" in factory.unpriced
 
 
-async def test_one_lazy_session_per_provider_closed_by_aclose() -> None:
+@pytest.mark.parametrize("client_kind", HTTP_CLIENTS)
+async def test_one_lazy_session_per_provider_closed_by_aclose(client_kind: str) -> None:
     settings = ModelSettings(
         providers={
             "local": ProviderConfig(base_url="http://127.0.0.1:9/v1", max_concurrency=6, timeout_s=9),
             "other": ProviderConfig(base_url="http://127.0.0.1:9/v1"),
         }
     )
-    factory = ModelFactory(settings, env={})
+    factory = ModelFactory(settings, env={HTTP_CLIENT_ENV: client_kind})
     models = [factory.build(spec) for spec in ("local:a", "local:b", "other:a")]
     inner = [m.inner for m in models if isinstance(m, LimitedModel)]
     assert len(inner) == 3 and all(isinstance(m, OpenAICompatModel) for m in inner)
     local_a, local_b, other = (m._client for m in inner)  # type: ignore[attr-defined]
-    assert isinstance(local_a, LazySession) and local_a is local_b and other is not local_a
+    pool_class = HttpPool if client_kind == "http11" else LazySession
+    assert isinstance(local_a, pool_class) and local_a is local_b and other is not local_a
     assert (local_a.max_connections, local_a.timeout_s) == (6, 9)
     assert local_a.closed  # nothing opened before the first request
     session = await local_a.get()

@@ -1,33 +1,46 @@
-"""A chat model behind any OpenAI-compatible ``/chat/completions`` endpoint, on aiohttp.
+"""A chat model behind any OpenAI-compatible ``/chat/completions`` endpoint.
 
 Works with OpenAI, Azure OpenAI's v1-compatible endpoint (``api_key_header="api-key"``), vLLM, Ollama, the
 llama.cpp server and LM Studio. Errors are classified so the retry layer knows what is worth retrying: 429,
 408, 409, 5xx, timeouts and dropped connections are transient; everything else is not and says what to fix (so
 is a 429 for an exhausted quota: waiting does not refill it). Every answer carries what the endpoint's
 ``x-ratelimit-*`` headers said, for the limits layer to learn the pace.
-aiohttp rather than httpx because the replay loop is CPU-bound on the client: measured against the mock
-server, aiohttp costs about a third of httpx's CPU per call.
+The replay loop is CPU-bound on the client, so requests go through a minimal HTTP/1.1 keep-alive client
+(:mod:`ragreplay.providers.http11_pool`, httptools parsing the replies): against the mock server it costs a
+fraction of aiohttp's CPU a call, which costs a third of httpx's. ``RAGREPLAY_HTTP_CLIENT=aiohttp`` (or passing
+an aiohttp ``LazySession`` or ``ClientSession`` as ``client``) sends them with aiohttp instead.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
+import os
 import re
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from pydantic_core import from_json, to_json
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
 from ragreplay.core.retry import retry_after_seconds
 from ragreplay.core.types import TokenUsage
+from ragreplay.errors import ConfigError
+from ragreplay.providers.http11 import HttpConnectionError, HttpReply, ReplyTooLargeError
+from ragreplay.providers.http11_pool import HttpPool, PostTarget
 from ragreplay.providers.pricing import Price
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from ragreplay.providers.aiohttp_session import LazySession as LazySession
+
+HTTP_CLIENT_ENV = "RAGREPLAY_HTTP_CLIENT"
+"""Environment variable choosing the HTTP client: ``http11`` (the default) or ``aiohttp``."""
+HTTP_CLIENTS = ("http11", "aiohttp")
 
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _DETAIL_LIMIT = 300
@@ -41,74 +54,34 @@ _NAMES_FORMAT = re.compile(r"response.?format|json.?schema|json.?object|structur
 log = logging.getLogger(__name__)
 
 
-class LazySession:
-    """One pooled :class:`aiohttp.ClientSession`, made on first use inside the running event loop.
+def __getattr__(name: str) -> Any:
+    # LazySession (the aiohttp client's pool) is importable from here as before, without importing aiohttp
+    # for the default client.
+    if name == "LazySession":
+        from ragreplay.providers.aiohttp_session import LazySession
 
-    A ClientSession belongs to the loop it was made in, while models are built outside any loop and one process
-    may run several loops (``asyncio.run`` per CLI call). So the session is created by :meth:`get` and made
-    again when the running loop is not the one it was made in. Share one instance between the models of one
-    provider to share their connection pool. Call :meth:`aclose` before the loop ends; if that is forgotten,
-    ``asyncio.run`` still closes the session as its loop shuts down.
+        return LazySession
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def http_client(
+    timeout_s: float, max_connections: int, env: Mapping[str, str] | None = None
+) -> HttpPool | LazySession:
+    """A new connection pool of the client ``env`` (``os.environ`` by default) names in ``RAGREPLAY_HTTP_CLIENT``.
+
+    Raises :class:`ConfigError` for a name that is not one of :data:`HTTP_CLIENTS`.
     """
+    kind = (os.environ if env is None else env).get(HTTP_CLIENT_ENV, "").strip().lower() or "http11"
+    if kind == "http11":
+        return HttpPool(timeout_s, max_connections)
+    if kind == "aiohttp":
+        from ragreplay.providers.aiohttp_session import LazySession
 
-    def __init__(self, timeout_s: float = 60.0, max_connections: int = 8) -> None:
-        self.timeout_s = timeout_s
-        self.max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._guard: AsyncGenerator[None, None] | None = None
-
-    @property
-    def closed(self) -> bool:
-        """True while no open session is held (before first use and after :meth:`aclose`)."""
-        return self._session is None or self._session.closed
-
-    async def get(self) -> aiohttp.ClientSession:
-        """The open session of the running loop, created (or re-created for a new loop) when needed."""
-        loop = asyncio.get_running_loop()
-        session = self._session
-        if session is not None and self._loop is loop and not session.closed:
-            return session
-        stale = self._guard, self._loop
-        # Nothing is awaited before the new session is stored, so concurrent first calls share it.
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections)
-        session = aiohttp.ClientSession(
-            connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout_s)
-        )
-        self._session, self._loop = session, loop
-        self._guard = _closed_with_loop(session)
-        await self._guard.__anext__()  # runs to its yield without suspending
-        await _retire(*stale)
-        return session
-
-    async def aclose(self) -> None:
-        """Close the session; a later :meth:`get` opens a new one."""
-        stale = self._guard, self._loop
-        self._session = self._loop = self._guard = None
-        await _retire(*stale)
-
-
-async def _closed_with_loop(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
-    """Waits at its ``yield`` until closed; closing it closes ``session``.
-
-    Once started it is one of its loop's async generators, which ``asyncio.run`` closes (inside that loop)
-    before closing the loop, so a session whose owner never called ``aclose`` does not leak its connections.
-    """
-    try:
-        yield
-    finally:
-        await session.close()
-
-
-async def _retire(guard: AsyncGenerator[None, None] | None, loop: asyncio.AbstractEventLoop | None) -> None:
-    """Close a replaced session's guard, unless the session belongs to another loop that still runs."""
-    if guard is None or loop is None:
-        return
-    if loop is asyncio.get_running_loop() or loop.is_closed():
-        # On a closed loop the connections are gone already (asyncio.run closed the guard) or cannot be
-        # reached; closing then only marks session and connector closed, with no await on the dead loop.
-        await guard.aclose()
-    # Otherwise the session's own loop closes it: when the generator is collected or the loop shuts down.
+        return LazySession(timeout_s, max_connections)
+    raise ConfigError(
+        f"environment variable {HTTP_CLIENT_ENV}={kind!r} names no HTTP client. "
+        f"Fix: set it to one of {', '.join(HTTP_CLIENTS)}, or unset it"
+    )
 
 
 def _text(body: bytes, limit: int) -> str:
@@ -156,9 +129,10 @@ def _quota_exhausted(body: bytes) -> bool:
 class OpenAICompatModel:
     """A :class:`~ragreplay.ports.ChatModel` that POSTs to ``{base_url}/chat/completions``.
 
-    ``client`` lets several models of one provider share one connection pool: a :class:`LazySession` (made
-    outside any loop) or an open :class:`aiohttp.ClientSession`; one passed in is not closed by :meth:`aclose`.
-    Without it the model makes its own pool of ``max_connections``. ``price`` (per million tokens) sets
+    ``client`` lets several models of one provider share one connection pool: an :class:`HttpPool` or, to send
+    with aiohttp, a :class:`LazySession` (both made outside any loop) or an open :class:`aiohttp.ClientSession`;
+    one passed in is not closed by :meth:`aclose`. Without it the model makes its own pool of
+    ``max_connections`` (:func:`http_client`). ``price`` (per million tokens) sets
     ``ChatResponse.cost_usd``. ``api_key_env`` only improves error messages.
 
     A request with a ``response_format`` is sent as ``json_schema`` (strict), one with only ``json_mode`` as
@@ -175,7 +149,7 @@ class OpenAICompatModel:
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         timeout_s: float = 60.0,
-        client: LazySession | aiohttp.ClientSession | None = None,
+        client: HttpPool | LazySession | aiohttp.ClientSession | None = None,
         *,
         api_key_header: str = "Authorization",
         api_key_env: str | None = None,
@@ -188,13 +162,16 @@ class OpenAICompatModel:
         self.timeout_s = timeout_s
         self.price = price
         self._api_key_env = api_key_env
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             bearer = api_key_header.lower() == "authorization"
             self._headers[api_key_header] = f"Bearer {api_key}" if bearer else api_key
-        self._owns_client = client is None
-        self._client = client if client is not None else LazySession(timeout_s, max_connections)
+        self._owned: HttpPool | LazySession | None = None  # made here, so closed by aclose
+        if client is None:
+            client = self._owned = http_client(timeout_s, max_connections)
+        self._client = client
+        self._target: PostTarget | None = None  # the request's fixed part, made on the first call
+        self._aiohttp_timeout: aiohttp.ClientTimeout | None = None
         self._format_floor = 0  # index into REPLY_FORMATS: the most structured kind not refused yet
 
     @property
@@ -254,34 +231,58 @@ class OpenAICompatModel:
 
     async def _send(self, request: ChatRequest, reply_format: int) -> ChatResponse:
         client = self._client
-        session = client if isinstance(client, aiohttp.ClientSession) else await client.get()
         data = to_json(
             self.request_body(request, reply_format)
         )  # pydantic-core's encoder: a third of json's CPU
         started = time.perf_counter()
         try:
-            async with session.post(
-                self.url, data=data, headers=self._headers, timeout=self._timeout
-            ) as response:
-                body = await response.read()
-                status, headers = response.status, response.headers
+            if isinstance(client, HttpPool):
+                reply = await client.post(self._target or self._post_target(), data)
+            else:
+                reply = await self._aiohttp_post(client, data)
         except TimeoutError as exc:  # aiohttp's own timeout errors subclass it too
             raise ProviderError(
                 f"{self.name}: no answer from {self.url} within {self.timeout_s:g} s ({type(exc).__name__})",
                 transient=True,
             ) from exc
-        except aiohttp.ClientError as exc:
+        except HttpConnectionError as exc:
             raise ProviderError(
-                f"{self.name}: connection to {self.url} failed ({type(exc).__name__}: {exc}). "
+                f"{self.name}: connection to {self.url} failed ({exc}). "
                 "Fix: check that the server is running and base_url is right",
                 transient=True,
             ) from exc
+        except ReplyTooLargeError as exc:
+            raise ProviderError(
+                f"{self.name}: {self.url} sent {exc}, more than a chat completion can be. "
+                "Fix: check that base_url points at an OpenAI-compatible /v1 endpoint",
+                transient=False,
+                status=exc.status,
+            ) from exc
+        status, headers, body = reply.status, reply.headers, reply.body
         latency_ms = (time.perf_counter() - started) * 1000.0
         if status >= 400 and reply_format < _NO_FORMAT and _refuses_format(status, body):
             raise _FormatRefusedError(_error_detail(body))
         if status >= 400:
             raise self._status_error(status, headers, body)
         return self._parse(status, body, latency_ms, read_rate_limit(headers))
+
+    def _post_target(self) -> PostTarget:
+        try:
+            self._target = PostTarget(self.url, self._headers)
+        except ValueError as exc:
+            raise ProviderError(
+                f"{self.name}: cannot send to {self.url}: {exc}. Fix: set base_url to http(s)://host[:port]/... "
+                "and give header values on one line",
+                transient=False,
+            ) from exc
+        return self._target
+
+    async def _aiohttp_post(self, client: LazySession | aiohttp.ClientSession, data: bytes) -> HttpReply:
+        from ragreplay.providers.aiohttp_session import aiohttp_post, client_timeout
+
+        if self._aiohttp_timeout is None:
+            self._aiohttp_timeout = client_timeout(self.timeout_s)
+        return await aiohttp_post(client, self.url, data, self._headers, self._aiohttp_timeout)
 
     def _status_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
         detail = _error_detail(body)
@@ -344,6 +345,6 @@ class OpenAICompatModel:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP session if this model made it."""
-        if self._owns_client and isinstance(self._client, LazySession):
-            await self._client.aclose()
+        """Close the HTTP connection pool if this model made it."""
+        if self._owned is not None:
+            await self._owned.aclose()

@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.errors import ConfigError
@@ -19,9 +20,13 @@ from ragreplay.ports import CacheBackend, ChatModel
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel, FakeCounters
+from ragreplay.providers.http11_pool import HttpPool
 from ragreplay.providers.limits import LimitedModel, Sleep
-from ragreplay.providers.openai_compat import LazySession, OpenAICompatModel
+from ragreplay.providers.openai_compat import OpenAICompatModel, http_client
 from ragreplay.providers.pricing import lookup_price, price_table
+
+if TYPE_CHECKING:
+    from ragreplay.providers.aiohttp_session import LazySession
 
 BLOCK_ENV = "RAGREPLAY_BLOCK_REAL_MODELS"
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -53,7 +58,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
 class ModelFactory:
     """Builds and remembers the model stack for each spec; :meth:`aclose` releases the HTTP sessions.
 
-    Building needs no event loop: each provider's aiohttp session is opened on its first request.
+    Building needs no event loop: each provider's connection pool is opened on its first request (the HTTP
+    client is the one ``RAGREPLAY_HTTP_CLIENT`` in ``env`` names: ``http11`` by default, or ``aiohttp``).
 
     ``env`` is where keys and fake options are read (``os.environ`` when not given). With
     ``RAGREPLAY_BLOCK_REAL_MODELS=1`` in it, only fake providers can be built.
@@ -76,7 +82,7 @@ class ModelFactory:
         self._models: dict[str, ChatModel] = {}
         self._cached: list[CachedModel] = []
         self._limits: dict[str, LimitedModel] = {}
-        self._clients: dict[str, LazySession] = {}
+        self._clients: dict[str, HttpPool | LazySession] = {}
         self._fake_counters: dict[str, FakeCounters] = {}
 
     def provider_config(self, provider: str) -> ProviderConfig:
@@ -157,7 +163,7 @@ class ModelFactory:
             log.warning("no price known for %s: its cost is reported as 0. Add it under 'prices:'", name)
         client = self._clients.get(provider)
         if client is None:
-            client = LazySession(cfg.timeout_s, cfg.max_concurrency)
+            client = http_client(cfg.timeout_s, cfg.max_concurrency, self.env)
             self._clients[provider] = client
         return OpenAICompatModel(
             name,
