@@ -84,6 +84,22 @@ COMMANDS = (
         ),
     ),
     LazyCommand(
+        "coverage",
+        "ragreplay.cli.diagnosis_cmd:coverage",
+        (
+            "Does any chunk of the corpus hold the key facts of each reference answer? Covered / partly / missing,"
+            " and the missing-document candidates with their closest chunks."
+        ),
+    ),
+    LazyCommand(
+        "retriever-diff",
+        "ragreplay.cli.diagnosis_cmd:retriever_diff",
+        (
+            "Replay queries through an old and a new retriever configuration (or against the logged chunk ids) "
+            "and diff the chunk lists per query (gained, dropped, moved, overlap@k, RBO) and overall."
+        ),
+    ),
+    LazyCommand(
         "gate",
         "ragreplay.cli.gate_cmd:gate",
         (
