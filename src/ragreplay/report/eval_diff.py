@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ragreplay.core.eval_diff import MetricDiff
 from ragreplay.evaluation.diff import EvalDiff
 from ragreplay.report.labels import md_text
+from ragreplay.store.evals import EvalRunRecord
 
 DIFF_FORMATS = ("text", "md", "json")
 HEAD = ("metric", "n", "undetermined", "mean A", "mean B", "B - A", "95% CI", "p", "p (Holm)", "d_z", "r_rb")
@@ -44,6 +45,11 @@ def _cells(m: MetricDiff) -> list[str]:
     ]
 
 
+def _judge_of(run: EvalRunRecord) -> tuple[str, str, object]:
+    rubric = run.config.get("rubric")
+    return run.judge, run.prompt_version, rubric.get("prompt_version") if isinstance(rubric, dict) else None
+
+
 def _header(d: EvalDiff) -> list[str]:
     r = d.rows
     lines = [
@@ -52,8 +58,10 @@ def _header(d: EvalDiff) -> list[str]:
         f"rows paired by id: {r.paired}; only in A: {r.only_a}; only in B: {r.only_b}; "
         f"errored in either run: {r.errored}",
     ]
-    if d.run_a.judge != d.run_b.judge or d.run_a.prompt_version != d.run_b.prompt_version:
-        lines.append("the runs' judges differ: a difference may be the judge's, not the answers'")
+    if _judge_of(d.run_a) != _judge_of(d.run_b):
+        lines.append(
+            "the runs' judges, prompts or rubrics differ: a difference may be the judge's, not the answers'"
+        )
     return lines
 
 
