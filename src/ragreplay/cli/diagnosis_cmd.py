@@ -151,7 +151,7 @@ def retriever_diff(
     settings = settings_from(config, db=db, concurrency=concurrency)
     found, label = _queries(queries, settings.db)
     found = found[:limit] if limit is not None else found
-    if old is None and all(q.logged is None for q in found):
+    if old is None and not any(q.logged for q in found):
         raise ConfigError(
             f"--queries {queries!r} has no logged chunk ids to stand for the old side. Fix: pass --old OLD.yaml, "
             "or queries from an ingested log whose AI messages carry 'retrieved'"

@@ -1,8 +1,9 @@
 """The queries a retriever diff replays, with the chunk ids logged for them when there are any.
 
 - An ingested source (id or unique prefix) or a run (its cases): each case's question, its pinned standalone
-  rewrite where there is one, with the chunk ids logged with the answer (``retrieved``) and its tags (so a
-  target's ``{tags.X}`` filters apply).
+  rewrite where there is one, with the chunk ids logged with the answer (``retrieved``; none logged for a
+  case is an empty list: production retrieved nothing) and its tags (so a target's ``{tags.X}`` filters
+  apply).
 - An eval dataset (``.jsonl``, docs/eval.md): each row's question, its ``retrieved`` ids (or its contexts' ids)
   and its ``key=value`` tags.
 - Any other file: plain text, one question per line, no logged ids.
