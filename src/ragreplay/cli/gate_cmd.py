@@ -37,6 +37,7 @@ from ragreplay.review.failure_tags import question_failure_tags
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.gates import GateRecord
+from ragreplay.targets.config import read_target_file
 
 RULES = ("interval", "point")
 
@@ -74,7 +75,12 @@ async def _gate(
             err_console.print(
                 f"resuming gate {record.id}: {n_done} of {record.n_items} items done", highlight=False
             )
-        spend.check(estimate_gate(store, todo, judge, price_table(settings.prices)))
+        targets = {
+            "champion": read_target_file(champion).target,
+            "challenger": read_target_file(challenger).target,
+        }
+        prices = price_table(settings.prices)
+        spend.check(estimate_gate(store, todo, judge, prices, gate=record, targets=targets))
         bar.update(task, total=record.n_items, completed=n_done)
 
     first: list[Progress] = []
@@ -122,7 +128,11 @@ class SpendCheck:
         over = estimate.cost_usd is None or estimate.cost_usd > self.budget
         if not over:
             return
-        what = "an unknown cost" if estimate.cost_usd is None else f"${estimate.cost_usd:.2f}"
+        what = (
+            f"an unknown cost ({'; '.join(estimate.unknown())})"
+            if estimate.cost_usd is None
+            else f"${estimate.cost_usd:.2f}"
+        )
         if sys.stdin.isatty() and typer.confirm(
             f"The gate may cost {what}, over --budget ${self.budget:.2f}. Go on?"
         ):

@@ -121,6 +121,11 @@ def _payload(
         **extra,
         "reason": " | ".join(reasons),
         "cost_usd": cost,
+        # each side's cost per answer, measured: the next gate's estimate prices this target version with it
+        "target_cost_usd": {
+            "champion": None if champion.error else champion.cost_usd,
+            "challenger": None if challenger.error else challenger.cost_usd,
+        },
         "latency_ms": {"champion": champion.latency_ms, "challenger": challenger.latency_ms},
     }
 
