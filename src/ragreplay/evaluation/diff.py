@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ragreplay.core.eval_diff import RowsDiff, diff_rows
 from ragreplay.errors import ConfigError
-from ragreplay.evaluation.run import metric_order, stored_rows
+from ragreplay.evaluation.identity import metric_order
+from ragreplay.evaluation.run import stored_rows
 from ragreplay.store import Store
 from ragreplay.store.evals import EvalRunRecord
 

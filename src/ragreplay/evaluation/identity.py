@@ -1,0 +1,67 @@
+"""What identifies an eval run and what its record keeps: the hash of the rows, the judge, the prompt versions
+(the rubric judge's hashes the rubric), the metrics and the repeats; the run's options as stored; and the order
+its metrics are shown in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragreplay.core.eval import EvalRow
+from ragreplay.core.ids import content_hash
+from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, Rubric
+from ragreplay.metrics.llm import LLM_METRICS, PROMPT_VERSION
+from ragreplay.metrics.rubric_judge import prompt_version as rubric_prompt_version
+from ragreplay.store.evals import EvalRunRecord
+
+RETRIEVAL_METRICS = ("P@5", "R@10", "Hit@5", "MRR", "nDCG@10", "MAP")
+"""The retrieval metrics computed for a row with judgments (trec_eval conventions, linear gain)."""
+LEXICAL_METRICS = ("bleu", "rouge_l", "token_f1", "exact_match")
+"""Computed for a row with a reference; ``bleu`` is sacrebleu's sentence BLEU divided by 100 (0-1)."""
+
+
+def config_hash(
+    rows: Sequence[EvalRow], judge_spec: str | None, rubric: Rubric | None = None, repeats: int = 1
+) -> str:
+    """The identity of a run: the rows' content, the judge, its prompt versions (the rubric's included), the
+    metrics and the repeats (the last two only when asked for, so a plain run keeps the identity it had)."""
+    identity: dict[str, object] = {
+        "rows": content_hash([r.model_dump(mode="json") for r in rows], 32),
+        "judge": judge_spec,
+        "prompt_version": PROMPT_VERSION if judge_spec else None,
+        "retrieval": list(RETRIEVAL_METRICS),
+        "lexical": list(LEXICAL_METRICS),
+    }
+    if rubric is not None and judge_spec:
+        identity["rubric"] = rubric_prompt_version(rubric)
+    if repeats > 1 and judge_spec:
+        identity["repeats"] = repeats
+    return content_hash(identity, 32)
+
+
+def run_config(rows: int, rubric: Rubric | None, repeats: int) -> dict[str, object]:
+    """What a run record keeps of its options: the metrics, the rubric (to show its criteria and weights
+    again) and the repeats."""
+    config: dict[str, object] = {
+        "retrieval": list(RETRIEVAL_METRICS),
+        "lexical": list(LEXICAL_METRICS),
+        "rows": rows,
+    }
+    if rubric is not None:
+        config["rubric"] = {
+            **rubric.model_dump(mode="json"),
+            "version": rubric.version,
+            "prompt_version": rubric_prompt_version(rubric),
+        }
+    if repeats > 1:
+        config["repeats"] = repeats
+    return config
+
+
+def metric_order(record: EvalRunRecord) -> tuple[str, ...]:
+    """The order a run's metrics are shown in: LLM, rubric (as the rubric lists them), lexical, retrieval."""
+    rubric = record.config.get("rubric")
+    criteria = rubric.get("criteria", []) if isinstance(rubric, dict) else []
+    names = [f"{METRIC_PREFIX}{c['name']}" for c in criteria if isinstance(c, dict) and "name" in c]
+    if names:
+        names.append(METRIC_PREFIX + OVERALL)
+    return (*LLM_METRICS, *names, *LEXICAL_METRICS, *RETRIEVAL_METRICS)
