@@ -75,7 +75,9 @@ class PostTarget:
 class LoopPool:
     """The connections of one event loop: at most ``max_connections``, idle ones kept per origin."""
 
-    def __init__(self, timeout_s: float, max_connections: int, max_reply_bytes: int) -> None:
+    def __init__(
+        self, timeout_s: float, max_connections: int, max_reply_bytes: int, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.max_reply_bytes = max_reply_bytes
@@ -84,7 +86,7 @@ class LoopPool:
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[Origin, list[Connection]] = {}
         self._open: set[Connection] = set()
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = tls
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -182,14 +184,21 @@ class HttpPool:
     The same life cycle as the aiohttp client's ``LazySession``: :meth:`get` opens the running loop's
     :class:`LoopPool` (and retires one of an earlier loop), ``asyncio.run`` closes it as its loop shuts down if
     :meth:`aclose` was not called, and a pool closed by :meth:`aclose` opens again on the next request.
+    ``tls`` is the TLS context for ``https`` (by default the system's CAs, loaded on the first such request).
     """
 
     def __init__(
-        self, timeout_s: float = 60.0, max_connections: int = 8, max_reply_bytes: int = MAX_REPLY_BYTES
+        self,
+        timeout_s: float = 60.0,
+        max_connections: int = 8,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+        *,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.max_reply_bytes = max_reply_bytes
+        self.tls = tls
         self._pool: LoopPool | None = None
         self._guard: AsyncGenerator[None, None] | None = None
 
@@ -205,7 +214,7 @@ class HttpPool:
             return pool
         stale = self._guard, pool.loop if pool is not None else None
         # Nothing is awaited before the new pool is stored, so concurrent first calls share it.
-        self._pool = pool = LoopPool(self.timeout_s, self.max_connections, self.max_reply_bytes)
+        self._pool = pool = LoopPool(self.timeout_s, self.max_connections, self.max_reply_bytes, self.tls)
         self._guard = await guard(pool)
         await retire(*stale)
         return pool
