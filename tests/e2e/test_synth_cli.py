@@ -71,16 +71,16 @@ def test_the_fake_model_writes_through_the_cache(
     monkeypatch.setenv("RAGREPLAY_FAKE_CALL_LOG", str(log))
     db = str(tmp_path / "s.db")
     out = tmp_path / "synth.jsonl"
-    args = ["synth", "--n", "10", "--model", "fake:default", "--db", db, "--output", str(out)]
+    args = ["synth", "--n", "40", "--model", "fake:default", "--db", db, "--output", str(out)]
     assert main(args) == 0
     assert "written by fake:default" in capsys.readouterr().err
     first = out.read_text(encoding="utf-8")
     rows = [json.loads(line) for line in first.splitlines()]
-    assert len(rows) == 10 and all("made=model" in r["tags"] for r in rows)
+    assert len(rows) == 40 and all("made=model" in r["tags"] for r in rows)  # no reply shared by two tasks
     calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert len(calls) == 10 and {c["task"] for c in calls} == {"synth"}
+    assert len(calls) == 40 and {c["task"] for c in calls} == {"synth"}
     assert main(args) == 0  # every reply from the model cache: no call made
-    assert len(log.read_text(encoding="utf-8").splitlines()) == 10
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 40
     assert out.read_text(encoding="utf-8") == first
 
 

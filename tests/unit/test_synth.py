@@ -14,7 +14,7 @@ from ragreplay.datasets.corpus_facts import CorpusFacts, read_corpus_facts
 from ragreplay.datasets.synth import dedupe, generate
 from ragreplay.datasets.synth_plan import SynthDraft, plan_tasks, quotas
 from ragreplay.datasets.synth_prompt import PROMPT_VERSION, UnreadableReply, build_request, read_reply
-from ragreplay.providers.fake import respond
+from ragreplay.providers.fake import request_key, respond
 from ragreplay.providers.scripted import ScriptedChatModel
 
 
@@ -95,3 +95,10 @@ async def test_a_models_items_replace_the_drafts_and_unreadable_ones_are_counted
     assert len(result.rows) == 8 and all(r.question.startswith("Model: ") for r in result.rows)
     assert len(result.problems) == 2 and all("unreadable reply" in p for p in result.problems)
     assert result.recipe["generator"] == "model" and not result.template_made
+
+
+def test_every_task_asks_a_different_request(facts: CorpusFacts) -> None:
+    """The cache keys on the request (never the hints): two tasks on one chunk must not share a reply."""
+    tasks, _ = plan_tasks(facts, 120, seed=0)
+    assert len({request_key(build_request(t)) for t in tasks}) == len(tasks)
+    assert all(f"Topic: {t.focus}" in build_request(t).messages[1].content for t in tasks)

@@ -91,10 +91,12 @@ class SynthDraft:
 
 @dataclass(frozen=True)
 class SynthTask:
-    """One question to generate: its kind, the chunks shown, the template draft and the row's tags."""
+    """One question to generate: its kind, the chunks shown, what to ask about (a section, two, or a topic the
+    corpus does not cover: it makes every task's request differ), the template draft and the row's tags."""
 
     kind: Kind
     chunks: tuple[Chunk, ...]
+    focus: str
     draft: SynthDraft
     tags: tuple[str, ...] = field(default=())
 
@@ -109,7 +111,7 @@ def _topic(section: str) -> str:
 
 def _single(f: Fact) -> SynthTask:
     q = _TEXT[_lang(f)]["single"].format(title=f.doc.title, section=_topic(f.section))
-    return SynthTask("single_hop", (f.chunk,), SynthDraft(q, f.text, (f.chunk.id,)), _tags(f))
+    return SynthTask("single_hop", (f.chunk,), f.section, SynthDraft(q, f.text, (f.chunk.id,)), _tags(f))
 
 
 def _multi(a: Fact, b: Fact) -> SynthTask:
@@ -120,7 +122,8 @@ def _multi(a: Fact, b: Fact) -> SynthTask:
         q = text["multi_any"].format(a=a.doc.title, sa=_topic(a.section), b=b.doc.title, sb=_topic(b.section))
     reference = f"{a.doc.title}: {a.text} {b.doc.title}: {b.text}"
     draft = SynthDraft(q, reference, (a.chunk.id, b.chunk.id))
-    return SynthTask("multi_hop", (a.chunk, b.chunk), draft, (*_tags(a), f"doc={b.doc.id}"))
+    focus = a.section if a.section.lower() == b.section.lower() else f"{a.section}; {b.section}"
+    return SynthTask("multi_hop", (a.chunk, b.chunk), focus, draft, (*_tags(a), f"doc={b.doc.id}"))
 
 
 def _follow(a: Fact, b: Fact) -> SynthTask:
@@ -128,7 +131,7 @@ def _follow(a: Fact, b: Fact) -> SynthTask:
     first = text["single"].format(title=a.doc.title, section=_topic(a.section))
     q = text["follow"].format(section=_topic(b.section))
     draft = SynthDraft(q, b.text, (b.chunk.id,), first_question=first, first_answer=a.text)
-    return SynthTask("follow_up", (a.chunk, b.chunk), draft, _tags(a))
+    return SynthTask("follow_up", (a.chunk, b.chunk), f"{a.section}, then {b.section}", draft, _tags(a))
 
 
 def _tags(f: Fact) -> tuple[str, ...]:
@@ -143,8 +146,17 @@ def _unanswerable(facts: Sequence[Fact], corpus_words: set[str]) -> list[SynthTa
             if content_tokens(topic) & corpus_words:
                 continue  # the corpus mentions it: it might answer
             q = text["single"].format(title=f.doc.title, section=topic)
-            out.append(SynthTask("unanswerable", (f.chunk,), SynthDraft(q, text["none"], ()), _tags(f)))
+            draft = SynthDraft(q, text["none"], ())
+            out.append(SynthTask("unanswerable", (f.chunk,), topic, draft, _tags(f)))
     return out
+
+
+def _unique(tasks: list[SynthTask]) -> list[SynthTask]:
+    """The first task of each question (two pairings may make the same one)."""
+    first: dict[str, SynthTask] = {}
+    for task in tasks:
+        first.setdefault(task.draft.question, task)
+    return list(first.values())
 
 
 def candidates(cf: CorpusFacts) -> dict[Kind, list[SynthTask]]:
@@ -167,7 +179,7 @@ def candidates(cf: CorpusFacts) -> dict[Kind, list[SynthTask]]:
     words = set().union(*(content_tokens(c.text) for c in cf.chunks)) if cf.chunks else set()
     return {
         "single_hop": [_single(f) for f in facts],
-        "multi_hop": [_multi(a, b) for a, b in same_section + same_family],
+        "multi_hop": _unique([_multi(a, b) for a, b in same_section + same_family]),
         "unanswerable": _unanswerable(firsts, words),
         "follow_up": [_follow(a, b) for fs in by_doc.values() for a, b in pairwise(fs)],
     }

@@ -1,8 +1,10 @@
 """The one prompt that writes a test question from corpus chunks: versioned, the chunks fenced as data, the
 reply one JSON object following :class:`SynthReply` (its schema sent as ``response_format``).
 
-The kind of question asked is part of the user message; the chunks are shown numbered with their ids inside
-``<contexts>``. The prompt's version is ``synth-1.<hash>`` of its text, example and schema: it is part of the
+The kind of question asked is part of the user message; the topic to ask about (a section heading of the
+chunks, or for an unanswerable question a topic the corpus does not cover) and the chunks, numbered with their
+ids, are shown inside ``<contexts>``: two tasks on the same chunks ask about different topics, so their requests
+(and cache keys) differ. The prompt's version is ``synth-1.<hash>`` of its text, example and schema: it is part of the
 model cache's key, so a changed prompt never reuses old replies. The request's hints carry the template draft,
 which the shipped fake model returns as its reply (:mod:`ragreplay.providers.fake`).
 """
@@ -39,7 +41,7 @@ class SynthReply(BaseModel):
 
 SYSTEM_PROMPT = """\
 You write test questions for a retrieval-augmented assistant, from the numbered document chunks inside \
-<contexts> (each shown as "[n] chunk-id" then its text).
+<contexts> (each shown as "[n] chunk-id" then its text), about the topic its first line names.
 {rules}
 Write one test item of the kind the user asks for:
 - single_hop: a question a user could ask that the chunk answers on its own;
@@ -57,7 +59,7 @@ material you are shown):
 {example}"""
 
 USER_TEMPLATE = """\
-Write one {kind} test item from these chunks.
+Write one {kind} test item from these chunks, about the topic named in them.
 
 {contexts}
 
@@ -80,7 +82,8 @@ PROMPT_VERSION = "synth-1." + content_hash(
 
 def build_request(task: SynthTask) -> ChatRequest:
     """The one request that writes ``task``'s item."""
-    shown = "\n\n".join(f"[{n}] {c.id}\n{c.text}" for n, c in enumerate(task.chunks, start=1))
+    chunks = "\n\n".join(f"[{n}] {c.id}\n{c.text}" for n, c in enumerate(task.chunks, start=1))
+    shown = f"Topic: {task.focus}\n\n{chunks}"
     system = SYSTEM_PROMPT.format(
         rules=data_rules(_FENCED, "write questions from"), example=json.dumps(_EXAMPLE)
     )
