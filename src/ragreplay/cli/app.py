@@ -164,7 +164,8 @@ COMMANDS = (
         (
             "Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and "
             "LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per "
-            "row)."
+            "row); with --rubric, every criterion of the rubric graded 1-5 (one more call per row); with --repeats "
+            "N, all of it N times, and the run-to-run variance."
         ),
     ),
     LazyCommand(
