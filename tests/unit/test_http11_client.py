@@ -325,3 +325,24 @@ async def test_https_through_tls(tmp_path: Path) -> None:
         await other.aclose()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_request_waiting_for_a_busy_pool_times_out_and_the_pool_recovers(
+    raw_server: StartRaw,
+) -> None:
+    raw, url = await raw_server(lambda n, body: None if n == 1 else http_reply(COMPLETION))
+    pool = HttpPool(max_connections=1)
+    patient = OpenAICompatModel("t:m", url, "m", client=pool, timeout_s=0.6)
+    model = OpenAICompatModel("t:m", url, "m", client=pool, timeout_s=0.3)  # each request its model's timeout
+    try:
+        hanging = asyncio.create_task(patient.complete(REQUEST))
+        await asyncio.sleep(0.1)  # the only connection is now busy with a request that gets no answer
+        with pytest.raises(ProviderError, match=r"within 0\.3 s"):
+            await model.complete(REQUEST)  # waits for the connection, within its own deadline
+        assert len(raw.requests) == 1
+        with pytest.raises(ProviderError, match=r"within 0\.6 s"):
+            await hanging
+        assert (await model.complete(REQUEST)).text == "hello"  # the slots were all given back
+    finally:
+        await pool.aclose()
+    assert len(raw.requests) == 2

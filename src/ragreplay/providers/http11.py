@@ -166,8 +166,8 @@ class Connection(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         """httptools: one header (bounded in size)."""
-        self._header_bytes += len(name) + len(value)
-        if self._header_bytes > MAX_HEADER_BYTES:
+        size = self._header_bytes = self._header_bytes + len(name) + len(value)
+        if size > MAX_HEADER_BYTES:
             raise HttpConnectionError(f"the reply's headers are over {MAX_HEADER_BYTES:,} bytes")
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 

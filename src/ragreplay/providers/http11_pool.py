@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections import deque
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
@@ -72,6 +73,37 @@ class PostTarget:
         return b"%s%d\r\n\r\n%s" % (self._head, len(body), body)
 
 
+class Slots:
+    """At most ``size`` holders at once, waiters served first come, first served: a semaphore whose free path
+    costs an integer compare (asyncio's ``Semaphore.locked`` walks its waiters on every acquire)."""
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def wait(self, deadline: float) -> None:
+        """Take a slot, waiting until ``deadline`` (loop time) at most; call when none is free."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():  # handed a slot as it gave up: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter still waiting, else to the free count."""
+        waiters = self.waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+
 class LoopPool:
     """The connections of one event loop: at most ``max_connections``, idle ones kept per origin."""
 
@@ -83,7 +115,7 @@ class LoopPool:
         self.max_reply_bytes = max_reply_bytes
         self.closed = False
         self._loop = asyncio.get_running_loop()
-        self._slots = asyncio.Semaphore(max_connections)
+        self._slots = Slots(max_connections)
         self._idle: dict[Origin, list[Connection]] = {}
         self._open: set[Connection] = set()
         self._ssl = tls
@@ -98,15 +130,16 @@ class LoopPool:
         """How many connections are open, idle or busy."""
         return len(self._open)
 
-    async def post(self, target: PostTarget, body: bytes) -> HttpReply:
-        """POST ``body`` to ``target`` on an idle connection or a new one, within ``timeout_s``."""
+    async def post(self, target: PostTarget, body: bytes, timeout_s: float | None = None) -> HttpReply:
+        """POST ``body`` to ``target`` on an idle connection or a new one, within ``timeout_s`` (by default the
+        pool's)."""
         loop = self._loop
-        deadline = loop.time() + self.timeout_s
+        deadline = loop.time() + (self.timeout_s if timeout_s is None else timeout_s)
         slots = self._slots
-        if slots.locked():
-            await asyncio.wait_for(slots.acquire(), deadline - loop.time())
+        if slots.free > 0 and not slots.waiters:
+            slots.free -= 1
         else:
-            await slots.acquire()
+            await slots.wait(deadline)
         try:
             origin = target.origin
             conn = self._idle_connection(origin) or await self._connect(origin, deadline)
@@ -219,12 +252,12 @@ class HttpPool:
         await retire(*stale)
         return pool
 
-    async def post(self, target: PostTarget, body: bytes) -> HttpReply:
+    async def post(self, target: PostTarget, body: bytes, timeout_s: float | None = None) -> HttpReply:
         """POST ``body`` to ``target`` on the running loop's pool (see :meth:`LoopPool.post`)."""
         pool = self._pool
         if pool is None or pool.closed or pool.loop is not asyncio.get_running_loop():
             pool = await self.get()
-        return await pool.post(target, body)
+        return await pool.post(target, body, timeout_s)
 
     async def aclose(self) -> None:
         """Close the pool's connections; a later request opens new ones."""

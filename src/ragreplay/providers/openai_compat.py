@@ -237,7 +237,7 @@ class OpenAICompatModel:
         started = time.perf_counter()
         try:
             if isinstance(client, HttpPool):
-                reply = await client.post(self._target or self._post_target(), data)
+                reply = await client.post(self._target or self._post_target(), data, self.timeout_s)
             else:
                 reply = await self._aiohttp_post(client, data)
         except TimeoutError as exc:  # aiohttp's own timeout errors subclass it too
