@@ -32,9 +32,10 @@ contract: $(BIN)/.installed
 unit: $(BIN)/.installed
 	$(BIN)/pytest
 
-# The fast unit tests only (no database server, no browser, no subprocess).
+# The fast unit tests only (no database server, no browser, no subprocess): not those marked slow, nor the
+# shadow offload's, which start its worker process. `make unit` runs them.
 fast: $(BIN)/.installed
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -m "not slow" --ignore=tests/unit/test_shadow_offload.py tests/unit
 
 # Before a commit: lint, types, the layer contract and the fast unit tests (under 2 minutes on 2 cores).
 check: lint types contract fast
