@@ -65,5 +65,5 @@ def queries_from_store(store: Store, source: str) -> tuple[list[DiffQuery], str]
         )
     cases, label = resolve_cases(store, source)
     questions = questions_for(store, cases)
-    queries = [DiffQuery(c.id, questions[c.id], tuple(r.id for r in c.retrieved) or None, c) for c in cases]
+    queries = [DiffQuery(c.id, questions[c.id], tuple(r.id for r in c.retrieved), c) for c in cases]
     return queries, label
