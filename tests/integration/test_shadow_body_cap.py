@@ -9,6 +9,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -118,7 +119,7 @@ def recording_proxy(champion_url: str, seen: list[MirroredRequest], **limits: in
     def mirror(request: MirroredRequest, reply: ChampionReply) -> None:
         seen.append(request)
 
-    return serve(create_proxy(champion_url, mirror, timeout_s=5, **limits))
+    yield from serve(create_proxy(champion_url, mirror, timeout_s=5, **limits))
 
 
 def test_a_streamed_body_still_stops_at_the_body_limit(champion_url: str) -> None:
@@ -170,3 +171,38 @@ def test_the_cap_is_a_setting_and_a_flag(tmp_path: Path, capsys: pytest.CaptureF
     assert "shadow_max_body_kb" in err and "Traceback" not in err
     assert main(["shadow", "serve", "--champion", "http://a:1", "--shadow-max-body-kb", "-1"]) == 2
     assert "shadow_max_body_kb" in capsys.readouterr().err
+
+
+async def test_a_body_that_arrives_in_one_chunk_past_the_cap_is_forwarded_not_shadowed(
+    champion_url: str,
+) -> None:
+    # no Content-Length, and the whole body in one message: read whole already, but still not shadowed
+    seen: list[MirroredRequest] = []
+
+    def mirror(request: MirroredRequest, reply: ChampionReply) -> None:
+        seen.append(request)
+
+    proxy = create_proxy(champion_url, mirror, timeout_s=5, shadow_max_body=CAP)
+
+    async def ask(body: bytes) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [{"type": "http.request", "body": body, "more_body": False}]
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/ask", "headers": [], "query_string": b""}
+        await proxy(scope, receive, send)
+        assert sent[0]["status"] == 200
+        return dict(json.loads(b"".join(m.get("body", b"") for m in sent[1:])))
+
+    over, at_cap = question_of(CAP + 1), question_of(CAP)
+    try:
+        replies = [await ask(over), await ask(at_cap)]
+    finally:
+        await proxy.aclose()
+    assert [r["size"] for r in replies] == [len(over), len(at_cap)]
+    assert [r.body for r in seen] == [at_cap] and proxy.stats.not_shadowed_too_large == 1
