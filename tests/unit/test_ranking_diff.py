@@ -67,7 +67,8 @@ def test_aggregate() -> None:
     assert agg.mean_overlap_at_k == pytest.approx((1 + 0.5 + 0) / 3)
     assert agg.top1_changed.k == 2 and agg.top1_changed.n == 3
     assert agg.identical.k == 1
-    assert 0 < agg.top1_changed.low < agg.top1_changed.value < agg.top1_changed.high
+    share = agg.top1_changed.value
+    assert share is not None and 0 < agg.top1_changed.low < share < agg.top1_changed.high
     assert [(c.id, c.queries) for c in agg.most_gained_chunks] == [("c#1", 2)]
     assert [(c.id, c.queries) for c in agg.most_dropped_chunks] == [("b#1", 2)]
     assert [(c.id, c.queries) for c in agg.most_gained_docs] == [("c", 2)]
