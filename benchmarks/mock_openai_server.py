@@ -17,8 +17,12 @@ length; ``encoding_format: base64`` as the OpenAI client asks by default), under
 latency. RAGAS's prompts (``benchmarks/ragas_run.py``) get canned replies of the JSON shape each expects,
 recognised by the instruction's words and built from the prompt's ``input:`` JSON: statements split from the
 answer at sentence ends, every statement faithful (verdict 1), every answer statement a true positive.
+ragreplay's claims check (``ragreplay eval``, ``metrics/llm.py``) gets a ``ClaimsReply`` built from its fenced
+blocks: every sentence of the answer and of the reference a claim, each supported and covered, every numbered
+context relevant, answer relevance 5.
 ``/stats`` also counts, per client (the ``User-Agent`` up to its first ``/``), the requests answered, the
-words they sent (prompt or embedding input, split on whitespace) and the requests by prompt kind.
+words they sent (prompt or embedding input, split on whitespace), the words of the replies
+(``completion_words``) and the requests by prompt kind.
 
 Run it:  python benchmarks/mock_openai_server.py --port 8000 --latency-ms 100
 From Python:  base_url, stop = run_in_thread(port=0, latency_ms=20); ...; stop()
@@ -83,11 +87,14 @@ class MockStats:
     last_headers: dict[str, str] = field(default_factory=dict)
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def count(self, client: str, kind: str, words: int) -> None:
-        """One answered request of ``client``: its words sent and its prompt kind."""
-        seen = self.clients.setdefault(client, {"requests": 0, "words": 0, "kinds": {}})
+    def count(self, client: str, kind: str, words: int, completion_words: int = 0) -> None:
+        """One answered request of ``client``: its words sent, its reply's words and its prompt kind."""
+        seen = self.clients.setdefault(
+            client, {"requests": 0, "words": 0, "completion_words": 0, "kinds": {}}
+        )
         seen["requests"] += 1
         seen["words"] += words
+        seen["completion_words"] += completion_words
         seen["kinds"][kind] = seen["kinds"].get(kind, 0) + 1
 
 
@@ -104,12 +111,19 @@ RAGAS_KINDS = {
 }
 
 
+CLAIMS_WORDS = "list and check the claims of the answer"
+"""Words of ragreplay's claims check (``metrics/llm.py``'s user message)."""
+
+
 def prompt_kind(messages: list[dict[str, Any]]) -> str:
-    """Which prompt ``messages`` are: a RAGAS kind, ``pairwise``, ``rewrite``, ``judge`` or ``answer``."""
+    """Which prompt ``messages`` are: a RAGAS kind, ``claims``, ``pairwise``, ``rewrite``, ``judge`` or
+    ``answer``."""
     text = " ".join(str(m.get("content", "")) for m in messages).lower()
     for kind, words in RAGAS_KINDS.items():
         if words in text:
             return kind
+    if CLAIMS_WORDS in text:  # before "verdict": its data rules name one
+        return "claims"
     if '"winner"' in text:
         return "pairwise"
     if "standalone" in text:
@@ -148,6 +162,35 @@ def ragas_reply(kind: str, messages: list[dict[str, Any]]) -> str:
     return json.dumps({"TP": [{"statement": s, "reason": "mock"} for s in answer], "FP": [], "FN": []})
 
 
+def _fenced(text: str, tag: str) -> str:
+    found = re.search(f"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
+    return found.group(1) if found else ""
+
+
+def claims_reply(messages: list[dict[str, Any]]) -> str:
+    """ragreplay's ``ClaimsReply`` for its claims check: the answer's and the reference's sentences as claims
+    (none for ``(no reference given)``), all supported and covered; every context ``[n]`` relevant."""
+    user = _last_user(messages)
+    answer = _sentences(_fenced(user, "checked_answer"))
+    reference = _fenced(user, "reference")
+    reference_claims = [] if reference.startswith("(no reference") else _sentences(reference)
+    numbers = [int(n) for n in re.findall(r"^\[(\d+)\] ", _fenced(user, "contexts"), re.M)]
+    return json.dumps(
+        {
+            "answer_claims": [
+                {"claim": c, "supported_by_contexts": "yes", "supported_by_reference": "yes"} for c in answer
+            ],
+            "reference_claims": [
+                {"claim": c, "covered_by_answer": "yes", "supported_by_contexts": "yes"}
+                for c in reference_claims
+            ],
+            "contexts": [{"n": n, "relevant": "yes"} for n in numbers],
+            "answer_relevance": 5,
+            "reason": "mock",
+        }
+    )
+
+
 def embedding_for(text: str, dims: int = 64) -> list[float]:
     """A deterministic unit vector: each word adds 1 to a bucket chosen by its hash."""
     vector = [0.0] * dims
@@ -164,6 +207,8 @@ def reply_for(messages: list[dict[str, Any]]) -> str:
     kind = prompt_kind(messages)
     if kind.startswith("ragas_"):
         return ragas_reply(kind, messages)
+    if kind == "claims":
+        return claims_reply(messages)
     if '"winner"' in text:  # the pairwise judge's prompt: A wins, both scored
         scores = {"groundedness": 4, "completeness": 4, "directness": 4, "recency": 4}
         return json.dumps({"scores_a": scores, "scores_b": scores, "winner": "A", "reason": "mock"})
@@ -297,7 +342,7 @@ def create_app(options: MockOptions, stats: MockStats) -> Starlette:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
         completion_tokens = len(content.split())
         stats.completions += 1
-        stats.count(_client(request), prompt_kind(messages), prompt_tokens)
+        stats.count(_client(request), prompt_kind(messages), prompt_tokens, completion_tokens)
         return JSONResponse(
             headers=admitted,
             content={

@@ -123,6 +123,7 @@ def run_client(command: list[str], base_url: str, env: dict[str, str]) -> dict[s
     clients = stats["clients"].values()
     result["requests"] = sum(c["requests"] for c in clients)
     result["words"] = sum(c["words"] for c in clients)
+    result["completion_words"] = sum(c.get("completion_words", 0) for c in clients)
     kinds: dict[str, int] = {}
     for client in clients:
         for kind, count in client["kinds"].items():
