@@ -57,13 +57,15 @@ def test_the_ragchecker_mode_runs_small_and_writes_the_reference_part(tmp_path: 
         ["--ragchecker", "--limit", "40", "--folds", "2", "--write", "--model-out", str(out)]
     )
     assert metrics["n"] == 40 and metrics["folds"] == 2
-    for method in ("judge_reference", "judge", "closer_cosine", "closer_f1", "longer_wins"):
+    for method in ("judge_reference", "judge", "closer_cosine", "closer_f1", "closer_fscore", "longer_wins"):
         figures = metrics[method]
         assert 0.0 <= figures["decided_accuracy"] <= 1.0 and 0.0 <= figures["accuracy_3way"] <= 1.0
         assert "tie_recall" in figures and "tie_precision" in figures
     assert 0.0 <= metrics["human"]["agreement_3way"] <= 1.0
     written = json.loads(out.read_text(encoding="utf-8"))
-    assert written["tie"]["reference"] is not None and "ref_f1" in written["reference_features"]
+    assert written["tie"]["reference"] is not None and "ref_fscore" in written["reference_features"]
+    assert len(metrics["betas"]) == 2 and set(metrics["betas"]) <= set(pairwise_local_judge.BETAS)
+    assert written["weights"]["ref_f1"] == 0.0  # the former reference feature is no longer fitted
     assert written["weights"]["grounded"] == shipped["weights"]["grounded"]  # the PandaLM part is kept
     judge = LocalPairwiseJudge(model_path=out)
     assert judge.model.tie_reference is not None

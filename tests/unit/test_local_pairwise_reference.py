@@ -14,8 +14,9 @@ from ragreplay.core.regset import Candidate, SetItem
 from ragreplay.core.types import Answer, Case, Fit, Judgment
 from ragreplay.gate.job import GateSides, judge_item
 from ragreplay.judges.local_pairwise import LocalPairwiseJudge, PairwiseModel, load_model
-from ragreplay.judges.local_pairwise_signals import SideSignals, names
+from ragreplay.judges.local_pairwise_signals import SideSignals, names, token_fscore
 from ragreplay.judges.position import judge_pair
+from ragreplay.judges.signals import token_f1
 
 QUESTION = "How many vacation days do full-time employees get per year?"
 REFERENCE = (
@@ -39,7 +40,7 @@ async def test_the_reference_moves_the_verdict_to_the_side_closer_to_it(judge: L
     assert (ab.winner, ba.winner) == ("A", "B")
     assert "reference" in ab.reason
     raw = json.loads(ab.raw)
-    assert raw["reference"] is True and raw["a"]["ref_f1"] > raw["b"]["ref_f1"]
+    assert raw["reference"] is True and raw["a"]["ref_fscore"] > raw["b"]["ref_fscore"]
 
 
 async def test_the_reference_outweighs_style_signals(judge: LocalPairwiseJudge) -> None:
@@ -66,10 +67,13 @@ async def test_weak_signals_give_a_tie(judge: LocalPairwiseJudge) -> None:
 
 def test_the_tie_band_is_calibrated_separately_with_a_reference() -> None:
     model, _ = load_model()
-    assert model.tie_reference is not None and "ref_f1" in model.reference_features
-    band = model.tie_band(referenced=True)
-    assert band > 0.0 and model.band_reference == band
-    # inside the calibrated band the signals are weak: a tie, whichever side leans
+    assert model.tie_reference is not None and "ref_fscore" in model.reference_features
+    # calibrated on RAGChecker (0 there: the ordinal band's ties for near-identical answers were enough)
+    assert model.band_reference is not None and model.band_reference >= 0.0
+    band = 0.3
+    model = PairwiseModel(**{**model.__dict__, "band_reference": band})
+    assert model.tie_band(referenced=True) == band and model.tie_band(referenced=False) == model.band
+    # inside the band the signals are weak: a tie, whichever side leans
     assert model.decide(0.5 * band, 0.0, referenced=True) == "tie"
     assert model.decide(-0.5 * band, 0.0, referenced=True) == "tie"
     without_band = PairwiseModel(**{**model.__dict__, "band_reference": 0.0})
@@ -81,17 +85,31 @@ def test_the_tie_band_is_calibrated_separately_with_a_reference() -> None:
 
 def test_without_a_reference_the_reference_features_drop_out(judge: LocalPairwiseJudge) -> None:
     pair = judge.signals(QUESTION, PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG))
-    assert pair.a.ref_f1 is None and pair.b.ref_cosine is None
+    assert pair.a.ref_fscore is None and pair.a.ref_f1 is None and pair.b.ref_cosine is None
     contrib = judge.model.contributions(pair.a, pair.b)
-    assert contrib["ref_f1"] == 0.0
+    assert contrib["ref_fscore"] == 0.0 and contrib["ref_f1"] == 0.0
     measured = judge.signals(QUESTION, PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG), REFERENCE)
-    assert measured.a.ref_f1 is not None and measured.a.ref_f1 > measured.b.ref_f1  # type: ignore[operator]
-    assert "ref_f1" in SideSignals.feature_names()
+    assert measured.a.ref_fscore is not None and measured.b.ref_fscore is not None
+    assert measured.a.ref_fscore > measured.b.ref_fscore
+    assert "ref_fscore" in SideSignals.feature_names()
 
 
 def test_an_empty_reference_is_no_reference(judge: LocalPairwiseJudge) -> None:
     pair = judge.signals(QUESTION, PairwiseSide(answer=RIGHT), PairwiseSide(answer=WRONG), "   ")
-    assert pair.a.ref_f1 is None
+    assert pair.a.ref_f1 is None and pair.a.ref_fscore is None
+
+
+def test_closeness_to_the_reference_weighs_covering_it_above_precision() -> None:
+    # the short answer holds 5 of the reference's 12 tokens and nothing else; the longer one holds 8 of them and
+    # says more besides: token F1 prefers the short one, the recall-weighted F-score the one that covers more
+    reference = "Staff get 25 vacation days per year and may carry 5 over."
+    short = "Staff get 25 vacation days."
+    complete = "Staff get 25 days off per year, and they may take them when their manager has approved it."
+    assert token_fscore(reference, reference) == pytest.approx(1.0)
+    assert token_fscore(reference, "") == 0.0 and token_fscore("", "") == 1.0
+    assert token_fscore(reference, short, beta=1.0) == pytest.approx(token_f1(reference, short))
+    assert token_f1(reference, short) > token_f1(reference, complete)
+    assert token_fscore(reference, complete) > token_fscore(reference, short)
 
 
 async def test_grounding_checks_names_as_well_as_numbers(judge: LocalPairwiseJudge) -> None:

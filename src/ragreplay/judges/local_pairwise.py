@@ -83,6 +83,7 @@ FEATURE_LABELS: dict[str, str] = {
     "substance": "substance (more than a few words)",
     "ref_cosine": "closeness to the reference answer",
     "ref_f1": "word overlap with the reference answer",
+    "ref_fscore": "word overlap with the reference answer",
     "ref_recall": "more of the reference answer's terms",
     "ref_numbers": "numbers that agree with the reference answer",
     "detail": "more distinct content",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
@@ -27,6 +28,11 @@ MAX_CHUNK_SENTENCES = 60
 RELEVANCE_SATURATES = 0.4
 """USE cosine above which an answer counts as plainly on topic: the model sees relevance capped here, so it
 tells on-topic from off-topic answers without rewarding an answer that echoes the question's words."""
+REFERENCE_BETA = 1.25
+"""``ref_fscore`` weighs recall of the reference's tokens this many times precision (F-beta): a grader with a
+reference answer asks whether an answer says what the reference says (completeness) as well as whether what
+it says is in the reference. On RAGChecker's dev half, beta from 1.1 to 1.3 ranks pairs alike; see
+docs/local_judges.md for the figures and the cross-validation that chose it."""
 
 _LINE_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\(?\d{1,3}[.)]|[ivxIVX]{1,4}[.)]|[a-zA-Z][.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -67,6 +73,7 @@ class SideSignals:
     ref_recall: float | None = None
     ref_numbers: float | None = None
     detail: float = 0.0
+    ref_fscore: float | None = None
     supporting_chunks: tuple[str, ...] = field(default=(), compare=False)
 
     @staticmethod
@@ -91,6 +98,7 @@ class SideSignals:
             "ref_recall",
             "ref_numbers",
             "detail",
+            "ref_fscore",
         )
 
     def features(self) -> dict[str, float]:
@@ -310,6 +318,19 @@ def reference_recall(reference: str, tokens: Sequence[str]) -> float:
     return term_coverage(reference, tokens)
 
 
+def token_fscore(reference: str, answer: str, beta: float = REFERENCE_BETA) -> float:
+    """Token F-beta of ``answer`` against ``reference`` (SQuAD normalisation, tokens counted with repeats):
+    recall of the reference's tokens weighs ``beta`` times precision. Both empty: 1.0; one empty: 0.0."""
+    ref_tokens, tokens = sig.answer_tokens(reference), sig.answer_tokens(answer)
+    if not ref_tokens or not tokens:
+        return float(not ref_tokens and not tokens)
+    common = sum((Counter(ref_tokens) & Counter(tokens)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(tokens), common / len(ref_tokens)
+    return (1 + beta**2) * precision * recall / (beta**2 * precision + recall)
+
+
 def quantities(text: str) -> set[tuple[str, str]]:
     """``(unit, number)`` pairs: each number of ``text`` with the word after it ("25 vacation days": vacation)."""
     tokens = sig.answer_tokens(text)
@@ -365,12 +386,13 @@ def pair_signals(
     for s, (grounded, used), r, refused in zip(sides, grounding, recent, refusals, strict=True):
         answered = bool(s.first)
         closeness: dict[str, float | None] = dict.fromkeys(
-            ("ref_cosine", "ref_f1", "ref_recall", "ref_numbers")
+            ("ref_cosine", "ref_f1", "ref_fscore", "ref_recall", "ref_numbers")
         )
         if reference is not None:
             closeness = {
                 "ref_cosine": float(vec[reference] @ vec[s.side.answer.strip()]) if answered else 0.0,
                 "ref_f1": sig.token_f1(reference, s.side.answer),
+                "ref_fscore": token_fscore(reference, s.side.answer),
                 "ref_recall": reference_recall(reference, s.tokens) if answered else 0.0,
                 "ref_numbers": reference_numbers(reference, s.side.answer),
             }
