@@ -66,8 +66,8 @@ def coverage(
     cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
-    """Does any chunk of the corpus hold the key facts of each reference answer? Covered / partly / missing
-    with documented thresholds, and the missing-document candidates with their closest chunks.
+    """Does any chunk of the corpus hold the key facts of each reference answer? Covered / partly / missing,
+    and the missing-document candidates with their closest chunks.
 
     Facts are the reference's sentences (numbers, dates and names weigh more); the closest chunks of the whole
     corpus come from BM25 and the packaged embeddings. Exit 0 done, 1 some LLM checks errored, 2 a mistake.
@@ -143,9 +143,11 @@ def retriever_diff(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Replay queries through an old and a new retriever configuration (or against the logged chunk ids) and
-    diff the chunk lists: per query the gained, dropped and moved chunks, overlap@k, Jaccard and rank-biased
-    overlap; overall the means, the share of queries whose top 1 changed and the chunks and documents most
-    often gained or dropped. A builtin target is read k deep. Exit 0 done, 1 some queries errored, 2 a mistake.
+    diff the chunk lists per query (gained, dropped, moved, overlap@k, RBO) and overall.
+
+    Per query: the gained, dropped and moved chunks, overlap@k, Jaccard and rank-biased overlap; overall: the
+    means, the share of queries whose top 1 changed and the chunks and documents most often gained or dropped.
+    A builtin target is read k deep. Exit 0 done, 1 some queries errored, 2 a mistake.
     """
     _check_format(fmt)
     settings = settings_from(config, db=db, concurrency=concurrency)

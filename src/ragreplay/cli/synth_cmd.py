@@ -85,10 +85,13 @@ def synth(
     cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
-    """Generate test questions from a corpus with reference answers and source chunk ids: single-hop, multi-hop
-    (two chunks), unanswerable and follow-up (two turns), near-duplicates merged. Without --model, offline
-    templates write them (every row tagged made=template). The model's calls are cached: the same command
-    again pays for none twice."""
+    """Generate test questions from a corpus (single-hop, multi-hop, unanswerable, follow-up) with reference
+    answers and source chunk ids: a model, or offline templates; saved as a golden set version or JSONL.
+
+    Multi-hop questions join two chunks, follow-ups are two turns; near-duplicates are merged. Without --model,
+    offline templates write them (every row tagged made=template). The model's calls are cached: the same
+    command again pays for none twice.
+    """
     settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
     path = corpus if corpus is not None else demo_data_dir() / "challenger.yaml"
     with open_store(settings.db, create=True) as store:
