@@ -346,3 +346,23 @@ async def test_a_request_waiting_for_a_busy_pool_times_out_and_the_pool_recovers
     finally:
         await pool.aclose()
     assert len(raw.requests) == 2
+
+
+def test_the_client_works_on_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed (it is not on Windows)")
+
+    async def calls() -> list[str]:
+        raw = RawServer(always(http_reply(COMPLETION)))
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+        pool = HttpPool(timeout_s=5)
+        try:
+            model = OpenAICompatModel("t:m", url, "m", client=pool)
+            return [(await model.complete(REQUEST)).text for _ in range(3)]
+        finally:
+            await pool.aclose()
+            server.close()
+            await server.wait_closed()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(calls()) == ["hello"] * 3

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import zlib
 from dataclasses import dataclass
+from typing import cast
 
 import httptools
 
@@ -132,8 +133,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Keep the transport."""
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
 
     def data_received(self, data: bytes) -> None:
         """Parse what came; a reply nobody waits for closes the connection."""
