@@ -96,7 +96,7 @@ def test_missing_file_and_bad_format_exit_2(tmp_path: Path, capsys: pytest.Captu
     assert main(["eval", str(tmp_path / "nope.jsonl"), "--db", str(tmp_path / "e.db")]) == 2
     assert "file not found" in capsys.readouterr().err
     data = write_rows(tmp_path / "rows.jsonl", ROWS)
-    assert main(["eval", str(data), "--format", "html", "--db", str(tmp_path / "e.db")]) == 2
+    assert main(["eval", str(data), "--format", "pdf", "--db", str(tmp_path / "e.db")]) == 2
 
 
 def _calls(log: Path) -> list[str]:

@@ -22,19 +22,19 @@ from ragreplay.evaluation.run import EvalReport, evaluate_dataset, stored_report
 from ragreplay.ingest.eval_dataset import read_eval_dataset
 from ragreplay.ingest.rubric_file import read_rubric
 from ragreplay.jobs.runner import Progress
-from ragreplay.report.eval import EVAL_FORMATS, render_eval
+from ragreplay.report.eval_html import EVAL_REPORT_FORMATS, render_eval_report
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.evals import EvalRunRecord
 
 
 def _check_format(fmt: str) -> None:
-    if fmt not in EVAL_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(EVAL_FORMATS)}")
+    if fmt not in EVAL_REPORT_FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(EVAL_REPORT_FORMATS)}")
 
 
 def _emit(report: EvalReport, fmt: str, output: Path | None) -> None:
-    text = render_eval(report, fmt)
+    text = render_eval_report(report, fmt)
     if output is not None:
         output.write_text(text, encoding="utf-8")
         info(f"report written to {output}")
@@ -119,7 +119,7 @@ def eval_command(
     repeats: Annotated[
         int, typer.Option(help="Score every row N times with the judge and report the run-to-run variance")
     ] = 1,
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Rows scored at once [default: 16]")] = None,
@@ -154,7 +154,7 @@ def eval_command(
 
 def eval_report(
     eval_id: Annotated[str, typer.Argument(help="Eval run id or a unique prefix of it")],
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,

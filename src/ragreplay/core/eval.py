@@ -84,12 +84,15 @@ class RowScores(BaseModel):
 
     ``error`` is set when the judge could not be called (after retries): such a row is retried on resume.
     ``rubric`` holds the rubric criteria's grades (of the first scoring). With repeats, ``repeats`` holds the
-    judged metrics of each scoring in order, and a judged metric in ``metrics`` is their mean."""
+    judged metrics of each scoring in order, and a judged metric in ``metrics`` is their mean. ``question`` and
+    ``answer`` are the row's, kept so a stored run's report can show them (empty in rows saved before)."""
 
     model_config = ConfigDict(frozen=True)
 
     row_id: str
     tags: tuple[str, ...] = ()
+    question: str = ""
+    answer: str = ""
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     claims: dict[str, Any] = Field(default_factory=dict)
     raw_reply: str = ""

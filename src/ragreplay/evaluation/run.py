@@ -91,6 +91,8 @@ class EvalJob:
         scores = RowScores(
             row_id=row.id,
             tags=row.tags,
+            question=row.question,
+            answer=row.answer,
             metrics=metrics,
             claims=judged.claims,
             raw_reply=judged.raw_reply,

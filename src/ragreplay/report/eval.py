@@ -106,7 +106,7 @@ def _variance_rows(report: EvalReport) -> list[list[str]]:
     ]
 
 
-def _extra_tables(report: EvalReport) -> list[tuple[str, Sequence[str], list[list[str]]]]:
+def extra_tables(report: EvalReport) -> list[tuple[str, Sequence[str], list[list[str]]]]:
     """The rubric's criteria on their 1-5 scale, and the variance between repeats, when the run has them."""
     tables: list[tuple[str, Sequence[str], list[list[str]]]] = []
     rubric = _rubric_rows(report)
@@ -124,11 +124,13 @@ def _md_plain(head: Sequence[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
 
 
-def _reasons(report: EvalReport) -> list[tuple[str, str, int]]:
+def undetermined_reasons(report: EvalReport) -> list[tuple[str, str, int]]:
+    """``(metric, reason, rows)`` for every reason a metric was undetermined, over all rows."""
     return [(m.name, reason, n) for m in report.summary.metrics for reason, n in m.reasons.items()]
 
 
-def _header(report: EvalReport) -> list[str]:
+def eval_header(report: EvalReport) -> list[str]:
+    """The report's first lines: the run, the judge and its options, the rows, calls and cost."""
     r, s = report.record, report.summary
     judge = f"{r.judge} ({r.prompt_version})" if r.judge else "none (no LLM metrics)"
     cached = sum(row.calls_from_cache for row in report.rows)
@@ -159,12 +161,12 @@ def _header(report: EvalReport) -> list[str]:
 
 def render_text(report: EvalReport) -> str:
     """The plain-text report."""
-    lines = [*_header(report), "", *_text_table(_rows(report.summary.metrics))]
+    lines = [*eval_header(report), "", *_text_table(_rows(report.summary.metrics))]
     for tag, metrics in report.summary.per_tag.items():
         lines += ["", f"tag {tag} (rows: {report.summary.tag_rows[tag]})", *_text_table(_rows(metrics))]
-    for title, columns, table in _extra_tables(report):
+    for title, columns, table in extra_tables(report):
         lines += ["", f"{title}:", *_text_table(table, columns)]
-    reasons = _reasons(report)
+    reasons = undetermined_reasons(report)
     if reasons:
         lines += ["", "undetermined:"] + [f"  {name}: {n} x {reason}" for name, reason, n in reasons]
     errored = [row for row in report.rows if row.error]
@@ -176,7 +178,7 @@ def render_text(report: EvalReport) -> str:
 
 def render_markdown(report: EvalReport) -> str:
     """The markdown report."""
-    head = _header(report)
+    head = eval_header(report)
     lines = [f"# {head[0]}", "", *[f"- {h}" for h in head[1:]], "", *_md_table(_rows(report.summary.metrics))]
     for tag, metrics in report.summary.per_tag.items():
         lines += [
@@ -185,11 +187,11 @@ def render_markdown(report: EvalReport) -> str:
             "",
             *_md_table(_rows(metrics)),
         ]
-    reasons = _reasons(report)
+    reasons = undetermined_reasons(report)
     if reasons:
         lines += ["", "## undetermined", "", "| metric | reason | rows |", "|---|---|---:|"]
         lines += [f"| {name} | {md_text(reason)} | {n} |" for name, reason, n in reasons]
-    for title, columns, table in _extra_tables(report):
+    for title, columns, table in extra_tables(report):
         lines += ["", f"## {title}", "", *_md_plain(columns, table)]
     return "\n".join(lines) + "\n"
 

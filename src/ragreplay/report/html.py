@@ -19,7 +19,8 @@ from ragreplay.report.labels import (
 )
 
 
-def _environment() -> Environment:
+def html_environment() -> Environment:
+    """The Jinja2 environment of the HTML reports: templates of ``report/templates``, every value escaped."""
     env = Environment(
         loader=PackageLoader("ragreplay.report", "templates"),
         autoescape=select_autoescape(["html", "j2"], default=True),
@@ -37,7 +38,7 @@ def render_html(summary: RunSummary, examples: int | None = None) -> str:
     cases = summary.cases if examples is None else summary.cases[:examples]
     rates = [(label, rate_of(summary.rates, key), hint) for key, label, hint in RATE_LABELS]
     return (
-        _environment()
+        html_environment()
         .get_template("report.html.j2")
         .render(
             s=summary,
