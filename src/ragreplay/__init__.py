@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["ingest_log", "render_report", "run", "run_async", "run_gate", "summary"]
+__all__ = [
+    "ingest_log",
+    "lexical_metrics",
+    "llm_metrics",
+    "llm_metrics_async",
+    "render_report",
+    "retrieval_metrics",
+    "run",
+    "run_async",
+    "run_gate",
+    "summary",
+]
 
 # Names the API had before they were renamed: each was hidden by the subpackage of the same name as soon as
 # that subpackage was imported, so ``ragreplay.report(...)`` failed with "'module' object is not callable".

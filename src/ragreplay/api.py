@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ragreplay.core.eval import EvalContext, EvalRow, MetricValue
 from ragreplay.core.gate import GatePolicy
 from ragreplay.core.run_summary import RunSummary
+from ragreplay.evaluation.identity import RETRIEVAL_METRICS
+from ragreplay.evaluation.run import lexical_scores, retrieval_scores
 from ragreplay.gate.run import GateReport, gate_target_files
 from ragreplay.ingest import IngestSummary, ingest_file
 from ragreplay.jobs.runner import ProgressCallback
+from ragreplay.metrics.llm import score_row
+from ragreplay.providers.registry import ModelFactory
 from ragreplay.replay import replay_run
 from ragreplay.replay.replay_run import case_selection, summarize_run
 from ragreplay.report import render
@@ -119,3 +124,75 @@ def run_gate(
         )
     finally:
         store.close()
+
+
+def retrieval_metrics(
+    retrieved: Sequence[str], judgments: Mapping[str, int], metrics: Sequence[str] = RETRIEVAL_METRICS
+) -> dict[str, float]:
+    """The retrieval metrics of one query: ``retrieved`` is the ranking of chunk ids (best first), ``judgments``
+    the graded relevance per chunk id (0: not relevant). ``metrics`` by name: ``P@k``, ``R@k``, ``Hit@k``,
+    ``nDCG@k``, ``MRR`` or ``MAP`` (trec_eval's conventions, linear gain), as ``ragreplay eval`` scores them."""
+    row = EvalRow(id="query", question="", answer="", retrieved=tuple(retrieved), judgments=dict(judgments))
+    return {name: _known(value) for name, value in retrieval_scores(row, metrics).items()}
+
+
+def lexical_metrics(answer: str, reference: str) -> dict[str, float]:
+    """``bleu`` (sacrebleu's sentence BLEU / 100), ``rouge_l``, ``token_f1`` and ``exact_match`` (0 or 1) of
+    ``answer`` against ``reference``, all 0-1, as ``ragreplay eval`` scores them; ``ValueError`` for a blank
+    reference (nothing to compare with)."""
+    row = EvalRow(id="row", question="", answer=answer, reference=reference)
+    scores = lexical_scores(row)
+    if not scores:
+        raise ValueError("lexical_metrics needs a reference that is not blank")
+    return {name: _known(value) for name, value in scores.items()}
+
+
+def _known(value: MetricValue) -> float:
+    if value.value is None:
+        raise ValueError(f"the metric could not be computed: {value.reason}")
+    return value.value
+
+
+async def llm_metrics_async(
+    question: str,
+    answer: str,
+    *,
+    judge: str,
+    contexts: Sequence[str] = (),
+    reference: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, MetricValue]:
+    """The LLM-judged metrics of one row from one call to ``judge`` (``provider:model``; ``fake:default`` works
+    offline): faithfulness, correctness, answer relevance and context relevance / precision / recall (see
+    docs/eval.md). ``contexts`` are the texts the answer was given, in rank order. A metric that cannot be
+    computed (no contexts, no reference, an unreadable reply) has ``value`` ``None`` and its ``reason``; a call
+    that still fails after the provider's retries raises. Nothing is cached nor stored."""
+    row = EvalRow(
+        id="row",
+        question=question,
+        answer=answer,
+        reference=reference,
+        contexts=tuple(EvalContext(id=str(n), text=text) for n, text in enumerate(contexts, start=1)),
+    )
+    factory = ModelFactory((settings or Settings()).model_settings(), env=os.environ)
+    try:
+        return (await score_row(factory.build(judge), row)).metrics
+    finally:
+        await factory.aclose()
+
+
+def llm_metrics(
+    question: str,
+    answer: str,
+    *,
+    judge: str,
+    contexts: Sequence[str] = (),
+    reference: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, MetricValue]:
+    """Synchronous :func:`llm_metrics_async`."""
+    return asyncio.run(
+        llm_metrics_async(
+            question, answer, judge=judge, contexts=contexts, reference=reference, settings=settings
+        )
+    )
