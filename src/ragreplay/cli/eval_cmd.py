@@ -16,9 +16,12 @@ from typing import Annotated
 import typer
 
 from ragreplay.cli.common import console, count_progress, err_console, info, open_store, settings_from
+from ragreplay.core.eval import EvalRow
 from ragreplay.core.rubric import Rubric
+from ragreplay.datasets.golden import eval_rows, resolve
 from ragreplay.errors import ConfigError
 from ragreplay.evaluation.run import EvalReport, evaluate_dataset, stored_report
+from ragreplay.evaluation.target_rows import EvalTarget, load_eval_target
 from ragreplay.ingest.eval_dataset import read_eval_dataset
 from ragreplay.ingest.rubric_file import read_rubric
 from ragreplay.jobs.runner import Progress
@@ -63,16 +66,35 @@ def _judge_options(judge: str | None, rubric: Path | None, repeats: int) -> Rubr
     return read_rubric(rubric) if rubric is not None else None
 
 
+GOLDEN_PREFIX = "golden:"
+"""A DATASET argument naming a golden set in the store: ``golden:NAME[@version]``."""
+
+
+def _dataset_rows(store: Store, dataset: str, target: EvalTarget | None) -> tuple[list[EvalRow], str]:
+    """The rows to score and the dataset's name for the run: a golden set's version, or the JSONL file (whose
+    ``answer`` is optional when a target answers every row)."""
+    if dataset.startswith(GOLDEN_PREFIX):
+        record, golden = resolve(store, dataset.removeprefix(GOLDEN_PREFIX))
+        return eval_rows(golden), GOLDEN_PREFIX + record.ref
+    return read_eval_dataset(Path(dataset), answer_required=target is None), dataset
+
+
 async def _eval(
     store: Store,
     settings: Settings,
-    dataset: Path,
+    dataset: str,
     judge: str | None,
     fresh: bool,
     rubric: Rubric | None = None,
     repeats: int = 1,
+    target: EvalTarget | None = None,
 ) -> EvalReport:
-    rows = read_eval_dataset(dataset)
+    try:
+        rows, name = _dataset_rows(store, dataset, target)
+    except BaseException:
+        if target is not None:
+            await target.target.aclose()
+        raise
     bar = count_progress()
     task = bar.add_task("evaluating", total=len(rows))
 
@@ -94,20 +116,30 @@ async def _eval(
             store,
             settings,
             rows,
-            str(dataset),
+            name,
             judge,
             fresh=fresh,
             on_plan=on_plan,
             progress=on_progress,
             rubric=rubric,
             repeats=repeats,
+            target=target,
         )
 
 
 def eval_command(
     dataset: Annotated[
-        Path, typer.Argument(help="Dataset JSONL: id, question, answer, reference, contexts, ...")
+        str,
+        typer.Argument(
+            help="Dataset JSONL (id, question, answer, reference, contexts, ...) or golden:NAME[@version]"
+        ),
     ],
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            help="Target YAML: it answers every row's question (its answer and contexts are scored)"
+        ),
+    ] = None,
     judge: Annotated[
         str | None,
         typer.Option(help="LLM judge, provider:model (fake:default works offline); without: no LLM metrics"),
@@ -133,17 +165,25 @@ def eval_command(
     """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
     LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row);
     with --rubric, every criterion of the rubric graded 1-5 (one more call per row); with --repeats N, all of it
-    N times, and the run-to-run variance.
+    N times, and the run-to-run variance. With --target, the target answers every row first (DATASET may then
+    be a golden set, golden:NAME[@version]); the report adds latency per stage, tokens and cost per case.
 
     Each row is saved as it is scored: the same command resumes a killed run without repeating a call, and shows
     a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
     """
     _check_format(fmt)
     graded_by = _judge_options(judge, rubric, repeats)
+    golden = dataset.startswith(GOLDEN_PREFIX)
+    if golden and target is None:
+        raise ConfigError(
+            f"{dataset}: a golden set's rows have no answers to score. Fix: add --target TARGET.yaml to have "
+            "a target answer every question"
+        )
     settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
-    with open_store(settings.db, create=True) as store:
+    answering = load_eval_target(target) if target is not None else None
+    with open_store(settings.db, create=not golden) as store:
         try:
-            report = asyncio.run(_eval(store, settings, dataset, judge, fresh, graded_by, repeats))
+            report = asyncio.run(_eval(store, settings, dataset, judge, fresh, graded_by, repeats, answering))
         except KeyboardInterrupt:
             err_console.print(
                 "\n[yellow]interrupted.[/yellow] Scored rows are saved; run the same command again to resume."

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -21,6 +20,7 @@ from ragreplay.core.types import Answer, Case, Fit
 from ragreplay.errors import RagreplayError
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.ports import Judge, PairwiseJudge, Target
+from ragreplay.targets.base import answer_safely as answer_safely  # re-exported: the gate imports it here
 
 _PREFERRED: dict[SideWinner, Preferred] = {"x": "champion", "y": "challenger", "tie": "tie"}
 
@@ -53,24 +53,6 @@ def side_of(answer: Answer, dates: Mapping[str, date]) -> PairwiseSide:
         if doc in dates:
             context_dates[chunk.id] = dates[doc]
     return PairwiseSide(answer=answer.text, contexts=list(answer.contexts), context_dates=context_dates)
-
-
-async def answer_safely(target: Target, question: str, case: Case) -> Answer:
-    """The target's answer; an exception becomes ``Answer.error`` (a failing side never stops the run)."""
-    start = time.perf_counter()
-    try:
-        answer = await target.answer(question, case)
-    except RagreplayError:
-        raise
-    except Exception as exc:  # any other target failure is recorded on the row, never dropped
-        return Answer(text="", error=f"{type(exc).__name__}: {exc}", latency_ms=_since(start))
-    if answer.latency_ms is None:
-        answer = answer.model_copy(update={"latency_ms": _since(start)})
-    return answer
-
-
-def _since(start: float) -> float:
-    return (time.perf_counter() - start) * 1000
 
 
 def _rng(seed: int | None, case_id: str, name: str) -> random.Random:

@@ -15,6 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragreplay.core.eval_tracing import RowTrace, TracingSummary, run_tracing
+from ragreplay.core.review import HistoryTurn
+from ragreplay.core.types import Answer
+
 BINS = 10
 """How many equal-width bins a metric's distribution has over its range."""
 
@@ -43,6 +47,8 @@ class EvalRow(BaseModel):
     retrieved: tuple[str, ...] | None = None
     judgments: dict[str, int] | None = None
     tags: tuple[str, ...] = ()
+    history: tuple[HistoryTurn, ...] = ()
+    """Earlier turns a follow-up question needs (golden rows): given to a target that answers the row."""
 
     def ranking(self) -> tuple[str, ...]:
         """The retrieved chunk ids, best first."""
@@ -103,6 +109,9 @@ class RowScores(BaseModel):
     rubric: dict[str, CriterionScore] = Field(default_factory=dict)
     repeats: tuple[dict[str, MetricValue], ...] = ()
     cached_calls: int | None = None
+    target_answer: Answer | None = None
+    """The target's answer when a target answered the row (saved before judging: a resume never asks again)."""
+    trace: RowTrace | None = None
 
     @property
     def calls_from_cache(self) -> int:
@@ -161,6 +170,7 @@ class EvalSummary(BaseModel):
     per_tag: dict[str, tuple[MetricSummary, ...]] = Field(default_factory=dict)
     tag_rows: dict[str, int] = Field(default_factory=dict)
     variance: tuple[MetricVariance, ...] = ()
+    tracing: TracingSummary | None = None
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -233,6 +243,7 @@ def summarize(rows: Sequence[RowScores], order: Sequence[str] = ()) -> EvalSumma
         per_tag={tag: _summaries(members, order) for tag, members in sorted(tags.items())},
         tag_rows={tag: len(members) for tag, members in sorted(tags.items())},
         variance=repeat_variance(scored, order),
+        tracing=run_tracing(r.trace for r in rows),
     )
 
 

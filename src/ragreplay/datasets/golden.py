@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragreplay.core.eval import EvalRow
 from ragreplay.core.golden import GoldenRow, GoldenSetRecord, check_name, parse_ref
 from ragreplay.core.storable import storable
 from ragreplay.errors import ConfigError
@@ -75,3 +76,21 @@ def resolve(store: Store, ref: str) -> tuple[GoldenSetRecord, list[GoldenRow]]:
             f"no golden set {ref!r} in {store.url}{hint}. Fix: pick one from `ragreplay golden list`"
         )
     return record, store.golden.load_rows(record.id)
+
+
+def eval_rows(rows: list[GoldenRow]) -> list[EvalRow]:
+    """Golden rows as eval rows without an answer (a target gives it): question, reference, contexts,
+    judgments, tags and earlier turns kept."""
+    return [
+        EvalRow(
+            id=r.id,
+            question=r.question,
+            answer="",
+            reference=r.reference,
+            contexts=r.contexts,
+            judgments=r.judgments,
+            tags=r.tags,
+            history=r.history,
+        )
+        for r in rows
+    ]

@@ -1,10 +1,11 @@
 """What identifies an eval run and what its record keeps: the hash of the rows, the judge, the prompt versions
-(the rubric judge's hashes the rubric), the metrics and the repeats; the run's options as stored; and the order
-its metrics are shown in."""
+(the rubric judge's hashes the rubric), the metrics, the repeats and the target's version; the run's options as
+stored; and the order its metrics are shown in."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ragreplay.core.eval import EvalRow
 from ragreplay.core.ids import content_hash
@@ -19,13 +20,27 @@ LEXICAL_METRICS = ("bleu", "rouge_l", "token_f1", "exact_match")
 """Computed for a row with a reference; ``bleu`` is sacrebleu's sentence BLEU divided by 100 (0-1)."""
 
 
+def row_identity(row: EvalRow) -> dict[str, Any]:
+    """What of a row identifies a run: its content (``history`` only when it has one, so rows without keep the
+    identity they had)."""
+    data = row.model_dump(mode="json")
+    if not data["history"]:
+        del data["history"]
+    return data
+
+
 def config_hash(
-    rows: Sequence[EvalRow], judge_spec: str | None, rubric: Rubric | None = None, repeats: int = 1
+    rows: Sequence[EvalRow],
+    judge_spec: str | None,
+    rubric: Rubric | None = None,
+    repeats: int = 1,
+    target_version: str | None = None,
 ) -> str:
     """The identity of a run: the rows' content, the judge, its prompt versions (the rubric's included), the
-    metrics and the repeats (the last two only when asked for, so a plain run keeps the identity it had)."""
+    metrics, the repeats and the target's version (the last three only when asked for, so a plain run keeps the
+    identity it had)."""
     identity: dict[str, object] = {
-        "rows": content_hash([r.model_dump(mode="json") for r in rows], 32),
+        "rows": content_hash([row_identity(r) for r in rows], 32),
         "judge": judge_spec,
         "prompt_version": PROMPT_VERSION if judge_spec else None,
         "retrieval": list(RETRIEVAL_METRICS),
@@ -35,12 +50,16 @@ def config_hash(
         identity["rubric"] = rubric_prompt_version(rubric)
     if repeats > 1 and judge_spec:
         identity["repeats"] = repeats
+    if target_version is not None:
+        identity["target"] = target_version
     return content_hash(identity, 32)
 
 
-def run_config(rows: int, rubric: Rubric | None, repeats: int) -> dict[str, object]:
+def run_config(
+    rows: int, rubric: Rubric | None, repeats: int, target: dict[str, str] | None = None
+) -> dict[str, object]:
     """What a run record keeps of its options: the metrics, the rubric (to show its criteria and weights
-    again) and the repeats."""
+    again), the repeats and the target that answered the rows (name, version, file)."""
     config: dict[str, object] = {
         "retrieval": list(RETRIEVAL_METRICS),
         "lexical": list(LEXICAL_METRICS),
@@ -54,6 +73,8 @@ def run_config(rows: int, rubric: Rubric | None, repeats: int) -> dict[str, obje
         }
     if repeats > 1:
         config["repeats"] = repeats
+    if target is not None:
+        config["target"] = target
     return config
 
 

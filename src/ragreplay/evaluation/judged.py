@@ -15,6 +15,7 @@ from typing import Any
 
 from ragreplay.core.eval import CriterionScore, EvalRow, MetricValue, mean_of_repeats
 from ragreplay.core.rubric import Rubric
+from ragreplay.core.types import TokenUsage
 from ragreplay.metrics.llm import score_row
 from ragreplay.metrics.rubric_judge import score_rubric
 from ragreplay.ports import ChatModel
@@ -33,6 +34,9 @@ class JudgedRow:
     calls: int = 0
     cached_calls: int = 0
     cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    """The calls' latencies summed, as the model layer reports them (a cached reply's is 0)."""
+    tokens: TokenUsage = field(default_factory=TokenUsage)
 
 
 async def judge_row(judge: ChatModel, row: EvalRow, rubric: Rubric | None, repeats: int = 1) -> JudgedRow:
@@ -56,6 +60,8 @@ async def judge_row(judge: ChatModel, row: EvalRow, rubric: Rubric | None, repea
             out.calls += 1
             out.cached_calls += response.cached
             out.cost_usd += response.cost_usd
+            out.latency_ms += response.latency_ms
+            out.tokens += response.usage
         scorings.append(metrics)
     out.metrics = mean_of_repeats(scorings) if repeats > 1 else scorings[0]
     out.repeats = tuple(scorings) if repeats > 1 else ()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ragreplay.core.chat import ProviderError
@@ -21,6 +21,7 @@ from ragreplay.core.eval import EvalRow, EvalSummary, MetricValue, RowScores, su
 from ragreplay.core.retrieval_metrics import metric_value
 from ragreplay.core.rubric import METRIC_PREFIX, Rubric
 from ragreplay.core.runs import RunStatus
+from ragreplay.core.types import Answer
 from ragreplay.evaluation.identity import (
     RETRIEVAL_METRICS,
     config_hash,
@@ -28,15 +29,25 @@ from ragreplay.evaluation.identity import (
     run_config,
 )
 from ragreplay.evaluation.judged import JudgedRow, judge_row
+from ragreplay.evaluation.target_rows import (
+    UNSCORED,
+    EvalTarget,
+    answered_row,
+    row_case,
+    saved_answers,
+    trace_of,
+)
 from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.metrics.lexical import bleu, exact_match, rouge_l, token_f1
 from ragreplay.metrics.llm import LLM_METRICS, PROMPT_VERSION
 from ragreplay.ports import ChatModel
+from ragreplay.providers.pricing import lookup_price
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.store.evals import EvalRowRecord, EvalRunRecord
+from ragreplay.targets.base import answer_safely
 
 
 def retrieval_scores(row: EvalRow, metrics: Sequence[str] = RETRIEVAL_METRICS) -> dict[str, MetricValue]:
@@ -76,9 +87,45 @@ class EvalJob:
     positions: Mapping[str, int]
     rubric: Rubric | None = None
     repeats: int = 1
+    target: EvalTarget | None = None
+    answers: dict[str, Answer] = field(default_factory=dict)
+    """Answers an earlier attempt saved for rows not scored yet: used instead of asking the target again."""
+    judge_priced: bool = True
+
+    async def _answer(self, target: EvalTarget, row: EvalRow) -> Answer:
+        """The saved answer, else the target's, saved before the judge is asked (when there is one)."""
+        saved = self.answers.pop(row.id, None)
+        if saved is not None:
+            return saved
+        answer = await answer_safely(target.target, row.question, row_case(row))
+        if answer.error is None and self.judge is not None:
+            pending = RowScores(row_id=row.id, tags=row.tags, question=row.question, target_answer=answer)
+            await self._save(pending.model_copy(update={"error": UNSCORED}))
+        return answer
+
+    async def _save(self, scores: RowScores) -> RowScores:
+        record = EvalRowRecord(
+            eval_id=self.eval_id,
+            row_id=scores.row_id,
+            position=self.positions[scores.row_id],
+            error=scores.error is not None,
+            payload=scores.model_dump(mode="json"),
+        )
+        await self.writer.save_eval_rows([record])
+        return scores
 
     async def run_one(self, row: EvalRow) -> RowScores:
-        """Every metric of ``row``, saved before it returns."""
+        """Every metric of ``row`` (answered first by the target, when there is one), saved before it returns;
+        a target that fails makes an error row (asked again on resume)."""
+        answer, pricing = None, None
+        if self.target is not None:
+            answer, pricing = await self._answer(self.target, row), self.target.pricing
+            if answer.error is not None:
+                trace = trace_of(answer, pricing, None, self.judge_priced)
+                failed = RowScores(row_id=row.id, tags=row.tags, question=row.question, trace=trace)
+                update = {"target_answer": answer, "error": f"target: {answer.error}"}
+                return await self._save(failed.model_copy(update=update))
+            row = answered_row(row, answer)
         metrics = {**retrieval_scores(row), **lexical_scores(row)}
         judged, error = JudgedRow(), None
         if self.judge is not None:
@@ -104,15 +151,9 @@ class EvalJob:
             repeats=judged.repeats,
             cached_calls=judged.cached_calls,
         )
-        record = EvalRowRecord(
-            eval_id=self.eval_id,
-            row_id=row.id,
-            position=self.positions[row.id],
-            error=error is not None,
-            payload=scores.model_dump(mode="json"),
-        )
-        await self.writer.save_eval_rows([record])
-        return scores
+        timed = judged if self.judge is not None and error is None else None
+        trace = trace_of(answer, pricing, timed, self.judge_priced)
+        return await self._save(scores.model_copy(update={"target_answer": answer, "trace": trace}))
 
     def count(self, progress: Progress, result: RowScores) -> None:
         """Errors, rows with an undetermined LLM metric (as unscorable) and cost."""
@@ -125,6 +166,8 @@ class EvalJob:
         ):
             progress.unscorable += 1
         progress.cost_usd += result.cost_usd
+        if result.trace is not None and result.trace.target_cost_usd:
+            progress.cost_usd += result.trace.target_cost_usd
 
 
 @dataclass(frozen=True)
@@ -161,8 +204,9 @@ def _plan(
     fresh: bool,
     rubric: Rubric | None,
     repeats: int,
+    target: EvalTarget | None = None,
 ) -> tuple[EvalRunRecord, list[EvalRow], bool]:
-    digest = config_hash(rows, judge_spec, rubric, repeats)
+    digest = config_hash(rows, judge_spec, rubric, repeats, target.target.version if target else None)
     existing = None if fresh else store.evals.find_eval(digest)
     if existing is not None:
         done = store.evals.scored_row_ids(existing.id)
@@ -175,7 +219,12 @@ def _plan(
         dataset=dataset,
         judge=judge_spec or "",
         prompt_version=PROMPT_VERSION if judge_spec else "",
-        config=run_config(len(rows), rubric if judge_spec else None, repeats if judge_spec else 1),
+        config=run_config(
+            len(rows),
+            rubric if judge_spec else None,
+            repeats if judge_spec else 1,
+            target.describe() if target else None,
+        ),
         config_hash=digest,
         n_rows=len(rows),
     )
@@ -196,17 +245,21 @@ async def evaluate(
     progress: ProgressCallback | None = None,
     rubric: Rubric | None = None,
     repeats: int = 1,
+    target: EvalTarget | None = None,
+    judge_priced: bool = True,
 ) -> EvalReport:
     """Score every row not saved yet, then summarize the whole run (see the module docstring); with a judge,
-    ``rubric`` adds its criteria's metrics and ``repeats`` scores every row that many times."""
-    record, todo, resumed = _plan(store, rows, dataset, judge_spec, fresh, rubric, repeats)
+    ``rubric`` adds its criteria's metrics and ``repeats`` scores every row that many times; with a ``target``,
+    it answers every row first (its answers saved, so a resume never asks it twice for a row)."""
+    record, todo, resumed = _plan(store, rows, dataset, judge_spec, fresh, rubric, repeats, target)
     if on_plan is not None:
         on_plan(record, len(todo), resumed)
     if resumed and record.status == RunStatus.DONE and not todo:
         return stored_report(store, record)
     store.evals.set_eval_status(record.id, RunStatus.RUNNING)
     positions = {r.id: i for i, r in enumerate(rows)}
-    job = EvalJob(record.id, judge, writer, positions, rubric, repeats)
+    answers = saved_answers(store, record.id) if resumed and target is not None else {}
+    job = EvalJob(record.id, judge, writer, positions, rubric, repeats, target, answers, judge_priced)
     plan = JobPlan(todo=todo, progress=Progress(total=len(rows), done=len(rows) - len(todo)))
     try:
         await run_job(job, plan, concurrency, progress)
@@ -232,9 +285,10 @@ async def evaluate_dataset(
     progress: ProgressCallback | None = None,
     rubric: Rubric | None = None,
     repeats: int = 1,
+    target: EvalTarget | None = None,
 ) -> EvalReport:
     """:func:`evaluate` with the judge built from ``judge_spec`` (``provider:model``; ``None``: no LLM metrics),
-    its calls cached in the store through the one writer; closes everything it opened."""
+    its calls cached in the store through the one writer; closes everything it opened and the ``target``."""
     async with StoreWriter(store) as writer:
         factory = ModelFactory(
             settings.model_settings(), cache=writer, env=env if env is not None else os.environ
@@ -254,6 +308,10 @@ async def evaluate_dataset(
                 progress=progress,
                 rubric=rubric,
                 repeats=repeats,
+                target=target,
+                judge_priced=judge_spec is None or lookup_price(judge_spec, factory.prices) is not None,
             )
         finally:
+            if target is not None:
+                await target.target.aclose()
             await factory.aclose()

@@ -6,10 +6,11 @@ A row::
      "contexts": [{"id": "doc#1", "text": "..."}], "retrieved": ["doc#1", "doc#7"],
      "judgments": {"doc#1": 2, "doc#3": 1}, "tags": ["hr", "lang=nl"]}
 
-``id``, ``question`` and ``answer`` are required; ``reference`` (a string), ``contexts`` (a list of ``{id, text}``;
-a bare string is taken as a context whose id is its position), ``retrieved`` (chunk ids, best first; the contexts'
-ids when left out), ``judgments`` (graded relevance per chunk id, whole numbers >= 0) and ``tags`` (a list of
-labels or an object of ``key: value``) are optional. Blank lines are skipped. Ids must be unique. Nothing is
+``id``, ``question`` and ``answer`` are required (``answer`` is optional when a target answers every row:
+``ragreplay eval --target``, whose answer replaces the row's); ``reference`` (a string), ``contexts`` (a list of
+``{id, text}``; a bare string is taken as a context whose id is its position), ``retrieved`` (chunk ids, best first;
+the contexts' ids when left out), ``judgments`` (graded relevance per chunk id, whole numbers >= 0) and ``tags`` (a
+list of labels or an object of ``key: value``) are optional. Blank lines are skipped. Ids must be unique. Nothing is
 returned unless the whole file is right.
 """
 
@@ -33,7 +34,10 @@ def _text(record: Record, obj: Mapping[str, Any], key: str, required: bool) -> s
     value = obj.get(key)
     if value is None:
         if required:
-            record.problem(key, "is missing", f'add "{key}": "..." to the row, e.g. {_EXAMPLE}')
+            fix = f'add "{key}": "..." to the row, e.g. {_EXAMPLE}'
+            if key == "answer":
+                fix += ", or pass --target TARGET.yaml to have a target answer every row's question"
+            record.problem(key, "is missing", fix)
         return None
     if isinstance(value, int | float) and not isinstance(value, bool) and key == "id":
         return str(value)
@@ -114,7 +118,7 @@ def _tags(record: Record, raw: Any) -> tuple[str, ...]:
     return ()
 
 
-def _row(record: Record, obj: Mapping[str, Any]) -> EvalRow | None:
+def _row(record: Record, obj: Mapping[str, Any], answer_required: bool = True) -> EvalRow | None:
     unknown = [k for k in obj if k not in _FIELDS]
     if unknown:
         record.problem(
@@ -124,7 +128,9 @@ def _row(record: Record, obj: Mapping[str, Any]) -> EvalRow | None:
         )
     row_id = _text(record, obj, "id", True)
     question = _text(record, obj, "question", True)
-    answer = _text(record, obj, "answer", True)
+    answer = _text(record, obj, "answer", answer_required)
+    if answer is None and not answer_required and record.ok:
+        answer = ""
     reference = _text(record, obj, "reference", False)
     contexts = _contexts(record, obj.get("contexts"))
     retrieved = _retrieved(record, obj.get("retrieved"))
@@ -187,13 +193,14 @@ def unique_id(record: Record, row_id: str, seen: dict[str, int]) -> bool:
     return True
 
 
-def read_eval_dataset(path: Path) -> list[EvalRow]:
-    """Every row of the JSONL dataset at ``path``; :class:`InputError` listing the problems otherwise."""
+def read_eval_dataset(path: Path, answer_required: bool = True) -> list[EvalRow]:
+    """Every row of the JSONL dataset at ``path``; :class:`InputError` listing the problems otherwise. Without
+    ``answer_required`` (a target answers every row) a row without ``answer`` has an empty one."""
     problems = ProblemLog(str(path))
     rows: list[EvalRow] = []
     seen: dict[str, int] = {}
     for record, obj in json_objects(path, problems):
-        row = _row(record, obj)
+        row = _row(record, obj, answer_required)
         if row is not None and unique_id(record, row.id, seen):
             rows.append(row)
     problems.raise_if_any()

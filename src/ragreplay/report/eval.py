@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ragreplay.core.eval import MetricSummary
 from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, raw_score
 from ragreplay.evaluation.run import EvalReport
+from ragreplay.report.eval_tracing import tracing_tables
 from ragreplay.report.labels import md_text
 
 EVAL_FORMATS = ("text", "md", "json")
@@ -116,7 +117,9 @@ def extra_tables(report: EvalReport) -> list[tuple[str, Sequence[str], list[list
     if variance:
         repeats = report.summary.variance[0].repeats
         tables.append((f"run-to-run variance over {repeats} repeats (0..1 scale)", _VARIANCE_HEAD, variance))
-    return tables
+    # then the tracing: latency per stage, tokens and cost (none in runs saved before it was kept)
+    target = report.record.config.get("target")
+    return tables + tracing_tables(report.summary.tracing, target if isinstance(target, dict) else None)
 
 
 def _md_plain(head: Sequence[str], rows: list[list[str]]) -> list[str]:

@@ -108,13 +108,16 @@ class BuiltinTarget(TargetBase):
         """Retrieve chunks for ``question`` (with ``case.tags`` for filters) and answer from them.
 
         ``extra`` holds ``mode``, ``answer_mode``, the resolved ``filters``, ``filtered_out`` (chunks the
-        filters excluded), ``superseded`` (candidates dropped by recency), ``reranked`` and, when generating,
+        filters excluded), ``superseded`` (candidates dropped by recency), ``reranked``, ``stages_ms``
+        (``retrieval`` and ``generation``: composing the extract, or the model's call) and, when generating,
         ``model``. With nothing retrieved the answer is :data:`NOT_FOUND` with no contexts and no model call.
         A failed model call comes back as ``Answer.error``.
         """
         index = await self.prepare()
         start = time.perf_counter()
-        retrieval, text = await asyncio.to_thread(self._retrieve_and_extract, index, question, case.tags)
+        retrieval, text, stages = await asyncio.to_thread(
+            self._retrieve_and_extract, index, question, case.tags
+        )
         extra: dict[str, Any] = {
             "mode": self.cfg.retrieval.mode,
             "answer_mode": self.cfg.answer.mode,
@@ -122,6 +125,7 @@ class BuiltinTarget(TargetBase):
             "filtered_out": retrieval.filtered_out,
             "superseded": retrieval.superseded,
             "reranked": self.cfg.retrieval.rerank.enabled,
+            "stages_ms": stages,
         }
         contexts = tuple(
             RetrievedChunk(id=h.chunk.id, score=round(h.score, 6), text=h.chunk.text) for h in retrieval.hits
@@ -131,8 +135,10 @@ class BuiltinTarget(TargetBase):
         if text is not None:
             return Answer(text=text, contexts=contexts, latency_ms=_since(start), extra=extra)
         assert self._model is not None
+        generating = time.perf_counter()
         try:
             response = await self._model.complete(generate_request(question, retrieval.hits))
+            stages["generation"] = _since(generating)
         except ProviderError as exc:
             return Answer(
                 text="",
@@ -152,13 +158,19 @@ class BuiltinTarget(TargetBase):
 
     def _retrieve_and_extract(
         self, index: CorpusIndex, question: str, tags: dict[str, str]
-    ) -> tuple[Retrieval, str | None]:
+    ) -> tuple[Retrieval, str | None, dict[str, float]]:
+        """The retrieval, the extractive answer (``None`` when generating) and the milliseconds of each."""
+        start = time.perf_counter()
         vector = self._query_vector(question)
         retrieval = index.retrieve(question, vector, tags, self.cfg.retrieval)
+        stages = {"retrieval": _since(start)}
         if self.cfg.answer.mode != "extractive":
-            return retrieval, None
+            return retrieval, None, stages
+        composing = time.perf_counter()
         picked = pick_sentences(index, retrieval.hits, question, vector, self.cfg.answer.max_sentences)
-        return retrieval, compose_extractive(picked, retrieval.hits)
+        text = compose_extractive(picked, retrieval.hits)
+        stages["generation"] = _since(composing)
+        return retrieval, text, stages
 
     def _query_vector(self, question: str) -> np.ndarray | None:
         if not self._needs_embedder():
