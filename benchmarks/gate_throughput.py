@@ -82,7 +82,7 @@ async def gate_once(store: Store, base_url: str, concurrency: int, in_flight: in
                 judge_spec="mock:bench-judge",
                 fit_judge_spec="mock:bench-judge",
                 policy=GatePolicy(),
-                concurrency=concurrency,
+                concurrency=in_flight,  # items at once, as the CLI passes settings.concurrency
                 fresh=fresh,
             )
         finally:

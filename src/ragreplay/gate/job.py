@@ -139,12 +139,15 @@ class GateJob:
     gate_id: str
     dates: dict[str, dict[str, date]] = field(default_factory=dict)
     on_item: Callable[[ItemOutcome], None] | None = None
+    saved: dict[str, GateItemRecord] = field(default_factory=dict)
+    """Every item this job saved, by key: the gate is evaluated from them without reading them back."""
 
     async def run_one(self, item: SetItem) -> ItemOutcome:
         """Judge one item and save it; returns once it is committed."""
         payload = await judge_item(self.sides, item, self.dates)
         record = GateItemRecord(gate_id=self.gate_id, key=item.key, stratum=item.stratum, payload=payload)
         await self.writer.save_gate_items([record])
+        self.saved[item.key] = record
         outcome = ItemOutcome.model_validate(payload["outcome"])
         if self.on_item is not None:
             self.on_item(outcome)

@@ -33,7 +33,7 @@ from ragreplay.judges.build import (
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.settings import Settings
 from ragreplay.store import Store
-from ragreplay.store.gates import GateRecord
+from ragreplay.store.gates import GateItemRecord, GateRecord
 
 PlanCallback = Callable[[GateRecord, Sequence[SetItem], bool], None]
 """``on_plan(gate, todo, resumed)``: called once the gate is known, before any item runs; it may raise to
@@ -143,7 +143,7 @@ async def run_gate(
     regset, items = load_set(store, set_ref)
     config = gate_config(regset, sides, judge_spec, fit_judge_spec)
     record, resumed = plan_gate(store, regset, config, len(items), fresh)
-    done = store.gates.gate_item_keys(record.id)
+    done = store.gates.gate_item_keys(record.id) if resumed else set()  # a new gate has saved nothing
     todo: Sequence[SetItem] = [i for i in items if i.key not in done]
     dates = {"champion": document_dates(sides.champion), "challenger": document_dates(sides.challenger)}
     job = GateJob(sides, writer, record.id, dates)
@@ -167,7 +167,12 @@ async def run_gate(
         raise
     sequential = None if until_decided is None else until_decided.__dict__
     accepted = accept_local_judge or judge_spec not in LOCAL_PAIRWISE_SPECS
-    return finish_gate(store, record.id, policy, accepted, sequential)
+    # every item of a gate that saved none before went through this job: evaluate what it saved without
+    # reading the items back (a resumed gate reads them all)
+    saved = None if done else list(job.saved.values())
+    return finish_gate(
+        store, record.id, policy, accepted, sequential, items=saved, record=record, regset=regset
+    )
 
 
 async def _draw_until_decided(
@@ -213,11 +218,19 @@ def finish_gate(
     policy: GatePolicy,
     judge_accepted: bool,
     sequential: Mapping[str, Any] | None = None,
+    *,
+    items: Sequence[GateItemRecord] | None = None,
+    record: GateRecord | None = None,
+    regset: RegressionSetRecord | None = None,
 ) -> GateReport:
-    """Evaluate a gate's saved items under ``policy``, store the verdict, and return the report."""
-    record = store.gates.get_gate(gate_id)
+    """Evaluate a gate's saved items under ``policy``, store the verdict, and return the report.
+
+    ``items`` (every item the gate saved), ``record`` and ``regset``, when the caller holds them, are not read
+    from the store again."""
+    if record is None:
+        record = store.gates.get_gate(gate_id)
     assert record is not None  # created above; gates are never deleted
-    report = gate_report(store, record, policy, judge_accepted)
+    report = gate_report(store, record, policy, judge_accepted, items=items, regset=regset)
     verdict = {
         **report.verdict.model_dump(mode="json"),
         "policy": policy.model_dump(mode="json"),
@@ -231,12 +244,27 @@ def finish_gate(
     return replace(report, gate=finished)
 
 
-def gate_report(store: Store, record: GateRecord, policy: GatePolicy, judge_accepted: bool) -> GateReport:
-    """The report of a gate from its stored items (no call is made): re-rendering a stored gate uses this."""
-    regset = store.regsets.get_set(record.set_id)
+def gate_report(
+    store: Store,
+    record: GateRecord,
+    policy: GatePolicy,
+    judge_accepted: bool,
+    *,
+    items: Sequence[GateItemRecord] | None = None,
+    regset: RegressionSetRecord | None = None,
+) -> GateReport:
+    """The report of a gate from its stored items (no call is made): re-rendering a stored gate uses this.
+    ``items`` and ``regset``, when given, are the gate's items (all of them) and its set, already in hand."""
+    if regset is None:
+        regset = store.regsets.get_set(record.set_id)
     if regset is None:
         raise ConfigError(f"gate {record.id}: its regression set {record.set_id} is gone from the store")
-    items = store.gates.load_gate_items(record.id)
+    # items in hand are put in the store's order
+    items = (
+        store.gates.load_gate_items(record.id)
+        if items is None
+        else sorted(items, key=lambda i: (i.stratum, i.key))
+    )
     outcomes = [ItemOutcome.model_validate(i.payload["outcome"]) for i in items]
     payloads = {i.key: i.payload for i in items}
     local = str(record.config.get("judge", {}).get("spec", "")) in LOCAL_PAIRWISE_SPECS
