@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ragreplay.core.stats import rate
+from ragreplay.core.run_summary import RateValue
 
 RBO_PERSISTENCE = 0.9
 """``p`` of rank-biased overlap: the weight of rank d is proportional to ``p ** (d - 1)``."""
@@ -137,18 +137,6 @@ class CountedId(BaseModel):
     queries: int
 
 
-class ShareWithInterval(BaseModel):
-    """``k`` of ``n`` queries, the share and its 95% Wilson interval (``None`` when ``n`` is 0)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    k: int
-    n: int
-    value: float | None
-    low: float
-    high: float
-
-
 class DiffAggregate(BaseModel):
     """The mean figures over the compared queries and the ids that changed most often."""
 
@@ -160,17 +148,16 @@ class DiffAggregate(BaseModel):
     mean_jaccard: float | None
     mean_rbo: float | None
     mean_doc_jaccard: float | None
-    top1_changed: ShareWithInterval
-    identical: ShareWithInterval
+    top1_changed: RateValue
+    identical: RateValue
     most_gained_chunks: list[CountedId]
     most_dropped_chunks: list[CountedId]
     most_gained_docs: list[CountedId]
     most_dropped_docs: list[CountedId]
 
 
-def _share(k: int, n: int) -> ShareWithInterval:
-    r = rate(k, n)
-    return ShareWithInterval(k=k, n=n, value=r.value, low=r.low, high=r.high)
+def _share(k: int, n: int) -> RateValue:
+    return RateValue.of(k, n)
 
 
 def _most(lists: Iterable[list[str]], limit: int) -> list[CountedId]:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 
 from ragreplay.core.eval import EvalRow
-from ragreplay.core.ranking_diff import ShareWithInterval
-from ragreplay.core.stats import rate
+from ragreplay.core.run_summary import RateValue
 from ragreplay.diagnosis.corpus_search import CorpusSearch
 from ragreplay.diagnosis.coverage import (
     STATUSES,
@@ -52,7 +51,7 @@ class CoverageSummary(BaseModel):
     judge: str | None = None
     judge_prompt: str | None = None
     judge_verdicts: dict[str, int] = {}
-    judge_agreement: ShareWithInterval | None = None
+    judge_agreement: RateValue | None = None
 
 
 class CoverageReport(BaseModel):
@@ -127,7 +126,6 @@ def summarize_coverage(
         if q.judge.verdict is not None:
             compared += 1
             agree += q.judge.verdict == q.status
-    share = rate(agree, compared)
     return CoverageSummary(
         corpus=corpus,
         dataset=dataset,
@@ -141,11 +139,7 @@ def summarize_coverage(
         judge=judge,
         judge_prompt=PROMPT_VERSION if judge else None,
         judge_verdicts=dict(verdicts),
-        judge_agreement=(
-            ShareWithInterval(k=agree, n=compared, value=share.value, low=share.low, high=share.high)
-            if judge
-            else None
-        ),
+        judge_agreement=(RateValue.of(agree, compared) if judge else None),
     )
 
 

@@ -5,7 +5,8 @@ gained, dropped and moved chunks, and the errored queries. JSON holds every quer
 
 from __future__ import annotations
 
-from ragreplay.core.ranking_diff import CountedId, DiffAggregate, ShareWithInterval
+from ragreplay.core.ranking_diff import CountedId, DiffAggregate
+from ragreplay.core.run_summary import RateValue
 from ragreplay.diagnosis.retriever_diff import QueryDiff, RetrieverDiffReport
 from ragreplay.report.coverage import md, plain
 from ragreplay.report.labels import pct
@@ -18,7 +19,7 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def _share(s: ShareWithInterval) -> str:
+def _share(s: RateValue) -> str:
     if s.n == 0:
         return "– (0 queries)"
     return f"{pct(s.value)} [{pct(s.low)}–{pct(s.high)}] ({s.k}/{s.n})"
