@@ -1,8 +1,10 @@
 """Read feedback-labelled conversation logs, validate them whole, and store their cases in one go.
 
 Formats: ``canonical`` (one JSON conversation per line), ``flat`` (one message per CSV/TSV/JSONL row with a
-conversation id column) and ``openai`` (chat-format JSONL). Every reader streams: memory stays flat whatever
-the file size. A file with any problem is reported whole (up to 20 problems) and nothing is written.
+conversation id column) and ``openai`` (chat-format JSONL) stream: memory stays flat whatever the file size.
+The tracing tools' exports, ``langfuse``, ``langsmith``, ``openinference`` (Phoenix) and ``otel`` (OpenTelemetry
+GenAI spans), are joined by trace and session first (see docs/importers.md). A file with any problem is
+reported whole (up to 20 problems) and nothing is written.
 """
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ from ragreplay.ingest.canonical import read_canonical
 from ragreplay.ingest.detect import FORMATS, detect_format
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ingest.flat import read_flat
+from ragreplay.ingest.langfuse import read_langfuse
+from ragreplay.ingest.langsmith import read_langsmith
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.openai_chat import read_openai
+from ragreplay.ingest.openinference import read_openinference
+from ragreplay.ingest.otel_genai import read_otel
 from ragreplay.ingest.problems import ProblemLog, ProgressFn, open_binary
 from ragreplay.ingest.tally import IngestSummary, Tally
 
@@ -46,7 +52,15 @@ Reader = Callable[
     [Path, FieldMapping | None, ProblemLog | None, Callable[[int], None] | None],
     Iterator[tuple[int, Conversation]],
 ]
-_READERS: dict[str, Reader] = {"canonical": read_canonical, "flat": read_flat, "openai": read_openai}
+_READERS: dict[str, Reader] = {
+    "canonical": read_canonical,
+    "flat": read_flat,
+    "openai": read_openai,
+    "langfuse": read_langfuse,
+    "langsmith": read_langsmith,
+    "openinference": read_openinference,
+    "otel": read_otel,
+}
 
 
 class SourceStore(Protocol):

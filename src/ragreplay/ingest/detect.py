@@ -8,13 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from ragreplay.errors import InputError, InputProblem
+from ragreplay.ingest.json_records import is_document, trace_records
 from ragreplay.ingest.json_text import JsonTextError, parse_json
 from ragreplay.ingest.jsonl import EMPTY_FIX
 from ragreplay.ingest.mapping import FieldMapping
-from ragreplay.ingest.problems import open_binary
+from ragreplay.ingest.problems import ProblemLog, open_binary
+from ragreplay.ingest.trace_detect import trace_format
 
-FORMATS = ("canonical", "flat", "openai")
-_FORMAT_FIX = "pass --format canonical|flat|openai (and a field mapping if your column names differ)"
+FORMATS = ("canonical", "flat", "openai", "langfuse", "langsmith", "openinference", "otel")
+_FORMAT_FIX = (
+    "pass --format canonical|flat|openai|langfuse|langsmith|openinference|otel "
+    "(and a field mapping if your column names differ)"
+)
 _OPENAI_MARKERS = ("metadata", "feedback")
 
 
@@ -58,6 +63,12 @@ def _json_format(raw: dict[str, Any], mapping: FieldMapping) -> str | None:
         return "openai"
     if "conversation_id" in mapping.for_flat_rows().rename(raw):
         return "flat"
+    return trace_format(raw)
+
+
+def _first_item_format(value: Any) -> str | None:
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return trace_format(value[0])
     return None
 
 
@@ -67,7 +78,8 @@ def detect_format(path: Path, mapping: FieldMapping | None = None) -> str:
     CSV/TSV files are flat. A JSON line with ``messages`` is canonical if a role is ``human``/``ai`` or the
     object has an ``id`` and nothing OpenAI-specific (``metadata``, a top-level ``feedback`` list, content
     parts, tool calls); otherwise OpenAI. A JSON line with a conversation id column (after ``mapping``) is
-    flat.
+    flat. Otherwise, and for a JSON array or a pretty-printed JSON document, the tracing tools' exports are
+    told apart by their keys (:func:`~ragreplay.ingest.trace_detect.trace_format`).
     Raises :class:`InputError` for a missing or empty file or one no rule recognises.
     """
     path = Path(path)
@@ -75,14 +87,19 @@ def detect_format(path: Path, mapping: FieldMapping | None = None) -> str:
     line_no, text = _first_line(path)
     if path.suffix.lower() in (".csv", ".tsv"):
         return "flat"
-    if text.lstrip().startswith("{"):
+    if is_document(path):
+        fmt = next((trace_format(obj) for _, obj in trace_records(path, ProblemLog(str(path)))), None)
+        if fmt is None:
+            raise _cannot_tell(path, line_no, "a JSON document that is no tracing tool's export")
+        return fmt
+    if text.lstrip().startswith(("{", "[")):
         try:
             obj = parse_json(text)
         except JsonTextError as exc:
             raise InputError([InputProblem(str(path), line_no, exc.field, exc.message, exc.fix)]) from None
         except json.JSONDecodeError as exc:
             raise _cannot_tell(path, line_no, f"the first line is not valid JSON ({exc.msg})") from None
-        fmt = _json_format(obj, mapping)
+        fmt = _json_format(obj, mapping) if isinstance(obj, dict) else _first_item_format(obj)
         if fmt is None:
             raise _cannot_tell(path, line_no, "the first object has neither 'messages' nor a conversation id")
         return fmt

@@ -14,12 +14,17 @@ EMPTY_FIX = "check that this is the right file; a log needs at least one convers
 
 
 def json_objects(
-    path: Path, problems: ProblemLog, progress: Callable[[int], None] | None = None
+    path: Path,
+    problems: ProblemLog,
+    progress: Callable[[int], None] | None = None,
+    *,
+    arrays: bool = False,
 ) -> Iterator[tuple[Record, dict[str, Any]]]:
     """Each JSON object of ``path`` with a :class:`Record` for its line; blank lines are skipped.
 
-    A line that is not JSON, or not an object, is recorded as a problem and skipped. An empty file is a
-    problem. Stops once ``problems`` is full.
+    A line that is not JSON, or not an object, is recorded as a problem and skipped; with ``arrays`` a line
+    holding a list of objects yields each of them (with the line's record). An empty file is a problem. Stops
+    once ``problems`` is full.
     """
     seen_any = False
     for line_no, text in LineSource(path, problems, progress):
@@ -42,6 +47,10 @@ def json_objects(
                 f"invalid JSON: {exc.msg} ({where})",
                 "each line must be one complete JSON object; check quotes, commas and brackets",
             )
+            continue
+        if arrays and isinstance(obj, list) and all(isinstance(item, dict) for item in obj):
+            for item in obj:
+                yield rec, item
             continue
         if not isinstance(obj, dict):
             rec.problem(

@@ -54,6 +54,9 @@ class FieldMapping(BaseModel):
     role_synonyms: dict[str, Role] = Field(default_factory=dict)
     rating_threshold: float | None = None
     list_separator: str = ";"
+    feedback_names: list[str] = Field(default_factory=list)
+    """Trace formats only: the score, feedback or annotation names read as the user's feedback (empty: the usual
+    names, see :data:`ragreplay.ingest.trace_feedback.FEEDBACK_NAMES`)."""
 
     @field_validator("fields")
     @classmethod
@@ -78,7 +81,7 @@ class FieldMapping(BaseModel):
                 f"{origin}: invalid field mapping: {details}. Fix: keys are fields, tag_prefix, "
                 "feedback_synonyms (spelling -> good|bad|null), "
                 "role_synonyms (spelling -> human|ai|system|tool), "
-                "rating_threshold (number), list_separator."
+                "rating_threshold (number), list_separator, feedback_names (score names, trace formats)."
             ) from None
 
     @classmethod

@@ -1,0 +1,145 @@
+"""JSON records of a tracing tool's export: JSON Lines, or one pretty-printed JSON document (array or object).
+
+JSON Lines stream one record per line (a line holding a list of objects yields each). A file whose first line
+is not a whole JSON value (``[`` or ``{`` on its own, as ``json.dump(..., indent=2)`` writes) is one document:
+it is read whole, up to :data:`MAX_DOCUMENT_BYTES`; an array's items keep the line they start on, an object is
+one record on line 1.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ragreplay.ingest.json_text import lone_surrogate_at
+from ragreplay.ingest.jsonl import EMPTY_FIX, json_objects
+from ragreplay.ingest.problems import ProblemLog, Record, open_binary
+
+#: The largest single (not line-delimited) JSON document read; JSON Lines have no such limit.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+_PEEK_BYTES = 1 << 20
+_WHITESPACE = " \t\r\n"
+_LINES_FIX = "export as JSON Lines (one record per line), or split the file"
+
+
+def trace_records(
+    path: Path, problems: ProblemLog, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[Record, dict[str, Any]]]:
+    """Each JSON object record of ``path`` with a :class:`Record` for its line (see the module's docstring)."""
+    if is_document(path):
+        yield from _document_records(path, problems, progress)
+    else:
+        yield from json_objects(path, problems, progress, arrays=True)
+
+
+def is_document(path: Path) -> bool:
+    """True if ``path`` is one JSON document spread over lines, not JSON Lines."""
+    with open_binary(path) as fh:
+        for raw in fh:
+            text = raw.removeprefix(b"\xef\xbb\xbf").strip()
+            if not text:
+                continue
+            if not text.startswith((b"[", b"{")) or len(text) > _PEEK_BYTES:
+                return False
+            try:
+                json.loads(text)
+            except (ValueError, RecursionError):
+                return True
+            return False
+    return False
+
+
+def _document_records(
+    path: Path, problems: ProblemLog, progress: Callable[[int], None] | None
+) -> Iterator[tuple[Record, dict[str, Any]]]:
+    size = path.stat().st_size
+    if size > MAX_DOCUMENT_BYTES:
+        problems.add(None, None, f"a single JSON document over {MAX_DOCUMENT_BYTES >> 20} MiB", _LINES_FIX)
+        return
+    with open_binary(path) as fh:
+        data = fh.read()
+    if progress is not None:
+        progress(len(data))
+    try:
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        fix = "save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 in.json > out.json`"
+        problems.add(line, None, f"is not valid UTF-8 (byte 0x{data[exc.start]:02x})", fix)
+        return
+    start = _skip(text, 0)
+    if text.startswith("{", start):
+        rec = Record(problems, text.count("\n", 0, start) + 1)
+        value = _decode(text, start, rec)
+        if isinstance(value, dict):
+            yield rec, value
+        return
+    yield from _array_items(text, start + 1, problems)
+
+
+def _array_items(text: str, pos: int, problems: ProblemLog) -> Iterator[tuple[Record, dict[str, Any]]]:
+    line, counted = 1, 0
+    seen_any = False
+    while not problems.stopped:
+        pos = _skip(text, pos)
+        if text.startswith("]", pos):
+            break
+        line += text.count("\n", counted, pos)
+        counted = pos
+        rec = Record(problems, line)
+        item, pos = _decode_at(text, pos, rec)
+        if item is None:
+            return
+        seen_any = True
+        if isinstance(item, dict):
+            yield rec, item
+        else:
+            rec.problem(
+                None, f"expected a JSON object, got {type(item).__name__}", "make every item an object"
+            )
+        pos = _skip(text, pos)
+        if text.startswith(",", pos):
+            pos += 1
+        elif not text.startswith("]", pos):
+            rec.problem(
+                None, "expected ',' or ']' after an item", "check the commas between the array's items"
+            )
+            return
+    if not seen_any and not problems.problems:
+        problems.add(None, None, "the array is empty", EMPTY_FIX)
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WHITESPACE:
+        pos += 1
+    return pos
+
+
+def _decode(text: str, pos: int, rec: Record) -> Any:
+    value, end = _decode_at(text, pos, rec)
+    if value is not None and text[_skip(text, end) :]:
+        rec.problem(
+            None, "text after the JSON document", "keep one JSON document per file, or use JSON Lines"
+        )
+        return None
+    return value
+
+
+def _decode_at(text: str, pos: int, rec: Record) -> tuple[Any, int]:
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        line = text.count("\n", 0, exc.pos) + 1
+        rec.problems.add(line, None, f"invalid JSON: {exc.msg}", "check quotes, commas and brackets")
+        rec.count += 1
+        return None, pos
+    except (RecursionError, ValueError):
+        rec.problem(None, "JSON nested too deeply or a number too long to read", _LINES_FIX)
+        return None, pos
+    where = lone_surrogate_at(value) if "\\ud" in text[pos:end].lower() else None
+    if where is not None:
+        rec.problem(where or None, "a lone UTF-16 surrogate escape", "export the text as UTF-8")
+        return None, pos
+    return value, end
