@@ -17,6 +17,7 @@ from ragreplay.report.labels import (
     rate_of,
     rate_text,
 )
+from ragreplay.report.replay_charts import case_groups, rate_plot, tag_multiples, verdict_heatmap
 
 
 def html_environment() -> Environment:
@@ -33,7 +34,9 @@ def html_environment() -> Environment:
 
 
 def render_html(summary: RunSummary, examples: int | None = None) -> str:
-    """The report as one HTML page. ``examples`` limits the case list (``None``: every case)."""
+    """The report as one HTML page: the verdict matrix as a heatmap, the rates on an interval plot, the
+    per-tag rates as small multiples, and the cases grouped by verdict then language or tag in collapsed
+    groups. ``examples`` limits the case list (``None``: every case)."""
     judge_note = judge_caveat(summary)
     cases = summary.cases if examples is None else summary.cases[:examples]
     rates = [(label, rate_of(summary.rates, key), hint) for key, label, hint in RATE_LABELS]
@@ -48,6 +51,12 @@ def render_html(summary: RunSummary, examples: int | None = None) -> str:
             rates=rates,
             judge_note=judge_note,
             cases=cases,
+            groups=case_groups(cases),
+            charts={
+                "matrix": verdict_heatmap(summary),
+                "rates": rate_plot(summary),
+                "tags": tag_multiples(summary),
+            },
             failure_tags=None
             if summary.failure_tags is None
             else (failure_tags_head(summary.failure_tags), failure_tag_rows(summary.failure_tags)),

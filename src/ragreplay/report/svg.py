@@ -233,8 +233,9 @@ def heatmap(
     body = []
     for j, column in enumerate(columns):
         x = row_label_width + (j + 0.5) * cell_width
+        shown = short(column, max(4, int(cell_width / 6.5)))
         body.append(
-            f'<text class="label" x="{coord(x)}" y="20" text-anchor="middle">{escape(short(column))}'
+            f'<text class="label" x="{coord(x)}" y="20" text-anchor="middle">{escape(shown)}'
             f"{title(column)}</text>"
         )
     for i, (row, cells) in enumerate(zip(rows, values, strict=True)):
