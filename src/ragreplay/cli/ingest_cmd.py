@@ -39,14 +39,25 @@ def _dry_run(path: Path, fmt: str | None, mapping: FieldMapping | None, db: str)
 
 def ingest(
     path: Annotated[
-        Path, typer.Argument(help="Conversation log: canonical JSONL, flat CSV/JSONL, or OpenAI chat JSONL")
+        Path,
+        typer.Argument(
+            help="Conversation log: canonical JSONL, flat CSV/JSONL, OpenAI chat JSONL, or a Langfuse, LangSmith, "
+            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export"
+        ),
     ],
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     fmt: Annotated[
-        str | None, typer.Option("--format", help="canonical | flat | openai (default: detect)")
+        str | None,
+        typer.Option(
+            "--format",
+            help="canonical | flat | openai | langfuse | langsmith | openinference | otel (default: detect)",
+        ),
     ] = None,
     mapping: Annotated[
-        Path | None, typer.Option(help="YAML field mapping for non-standard column names")
+        Path | None,
+        typer.Option(
+            help="YAML field mapping: column names, feedback spellings, rating_threshold, feedback_names"
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count; write nothing")] = False,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,

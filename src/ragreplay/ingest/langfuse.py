@@ -117,7 +117,7 @@ class _Reader:
             "value" in obj and "name" in obj and "type" not in obj and "input" not in obj
         ):
             self._score(rec, obj, prefix, trace_id)
-        elif "traceId" in obj or (trace_id is not None and ("type" in obj or "startTime" in obj)):
+        elif "traceId" in obj or "startTime" in obj or (trace_id is not None and "type" in obj):
             self._observation(rec, obj, prefix, trace_id)
         elif "id" in obj:
             self._trace_record(rec, obj, prefix)

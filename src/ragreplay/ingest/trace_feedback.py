@@ -56,8 +56,9 @@ def score_feedback(
     """
     data_type = _KINDS.get(str(kind).strip().lower()) if kind is not None else None
     if kind is not None and data_type is None:
+        parent = field.rpartition(".")[0]
         rec.problem(
-            f"{field}.dataType" if field else "dataType",
+            f"{parent}.dataType" if parent else "dataType",
             f"unknown score data type {kind!r}",
             "use NUMERIC, CATEGORICAL or BOOLEAN",
         )
@@ -73,8 +74,11 @@ def score_feedback(
             )
             return None
         return parse_feedback_value(label, rec, field, mapping)
-    if data_type == "boolean" and value is None and has_label:
-        value = label
+    if data_type == "boolean":
+        if value is None and has_label:
+            value = label
+        if isinstance(value, int | float) and not isinstance(value, bool) and value in (0, 1):
+            value = bool(value)  # never a rating, whatever the threshold
     return parse_feedback_value(value, rec, field, mapping)
 
 

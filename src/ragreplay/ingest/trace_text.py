@@ -191,7 +191,9 @@ def chunk_of(item: Any) -> RetrievedChunk | None:
     chunk_id = _first(item, _ID_KEYS)
     if chunk_id is None:
         chunk_id = _first(meta, _ID_KEYS)
-    score = _score(_first(item, _SCORE_KEYS) if _first(item, _SCORE_KEYS) is not None else meta.get("score"))
+    score = _score(
+        _first(item, _SCORE_KEYS) if _first(item, _SCORE_KEYS) is not None else _first(meta, _SCORE_KEYS)
+    )
     if chunk_id is None or isinstance(chunk_id, dict | list):
         if text is None or not text.strip():
             return None
