@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,8 +19,11 @@ def question(stratum: str, i: int) -> str:
     return f"what is the {stratum} policy number {i} for holidays"
 
 
-def make_set(store_url: str, plan: dict[Stratum, list[tuple[str, str]]]) -> dict[str, dict[str, str]]:
-    """A regression set with one item per (champion, challenger) answer pair; returns both targets' answers."""
+def make_set(
+    store_url: str, plan: dict[Stratum, list[tuple[str, str]]], references: Mapping[str, str] | None = None
+) -> dict[str, dict[str, str]]:
+    """A regression set with one item per (champion, challenger) answer pair, a reviewer's correct answer on
+    the questions ``references`` names; returns both targets' answers."""
     answers: dict[str, dict[str, str]] = {"champion": {}, "challenger": {}}
     items: list[SetItem] = []
     for stratum, pairs in plan.items():
@@ -27,7 +31,8 @@ def make_set(store_url: str, plan: dict[Stratum, list[tuple[str, str]]]) -> dict
             q = question(stratum, i)
             answers["champion"][q] = q if champion == GOOD else "zzz"
             answers["challenger"][q] = q if challenger == GOOD else "zzz"
-            c = Candidate(source="shadow", source_id=f"{stratum}{i}", question=q)
+            reference = (references or {}).get(q)
+            c = Candidate(source="shadow", source_id=f"{stratum}{i}", question=q, reference_answer=reference)
             items.append(
                 SetItem(
                     key=c.key,

@@ -26,6 +26,7 @@ from ragreplay.core.regset import SetItem
 from ragreplay.core.sequential import SequentialPlan
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.gate.estimate import GateEstimate, estimate_gate
+from ragreplay.gate.reference_metrics import ReferenceMetrics, check_metrics, gate_reference_metrics
 from ragreplay.gate.run import GateReport, gate_target_files, stored_report
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.jobs.runner import Progress
@@ -155,8 +156,9 @@ def _emit(
     junit: Path | None,
     comment: Path | None,
     failure_tags: FailureTags | None = None,
+    metrics: ReferenceMetrics | None = None,
 ) -> None:
-    text = render_gate(report, fmt, failure_tags)
+    text = render_gate(report, fmt, failure_tags, metrics)
     if output is not None:
         output.write_text(text, encoding="utf-8")
         err_console.print(f"report written to {output}", highlight=False)
@@ -165,7 +167,7 @@ def _emit(
     if junit is not None:
         junit.write_text(render_gate(report, "junit"), encoding="utf-8")
     if comment is not None:
-        comment.write_text(render_gate_markdown(report, failure_tags), encoding="utf-8")
+        comment.write_text(render_gate_markdown(report, failure_tags, metrics), encoding="utf-8")
 
 
 def _calibration_line(store: Store) -> None:
@@ -235,6 +237,12 @@ def gate(
     ] = 4,
     step: Annotated[int, typer.Option(help="--until-decided: questions drawn per open bar and look")] = 20,
     yes: Annotated[bool, typer.Option("--yes", help="Go on over --budget without asking")] = False,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            help="Add eval metrics against the reviewers' answers to the report: lexical (no model call)"
+        ),
+    ] = None,
 ) -> None:
     """Answer the regression set with the champion and the challenger, judge each pair blind in both orders,
     and decide the three bars: no regression on wins, preference above 55% on contested, at least 20 of 60
@@ -243,6 +251,7 @@ def gate(
         if fmt not in GATE_FORMATS:
             raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
         gate_policy = load_policy(policy, rule)
+        check_metrics(metrics)
         until = None
         if until_decided:
             if max_looks < 2 or step < 1:
@@ -270,9 +279,10 @@ def gate(
             )
             _calibration_line(store)
             failure_tags = _failure_tags(store, report)
+            reference_metrics = gate_reference_metrics(store, report, metrics)
     except RagreplayError as exc:
         raise _could_not_run(exc) from None
-    _emit(report, fmt, output, junit, comment, failure_tags)
+    _emit(report, fmt, output, junit, comment, failure_tags, reference_metrics)
     raise typer.Exit(report.verdict.exit_code)
 
 
@@ -281,6 +291,12 @@ def gate_report(
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit")] = "text",
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            help="Add eval metrics against the reviewers' answers to the report: lexical (no model call)"
+        ),
+    ] = None,
 ) -> None:
     """Show a stored gate again from its saved items (no call is made); exits with the gate's code."""
     try:
@@ -290,9 +306,10 @@ def gate_report(
         with open_store(settings.db) as store:
             report = stored_report(store, gate_id)
             failure_tags = _failure_tags(store, report)
+            reference_metrics = gate_reference_metrics(store, report, metrics)
     except RagreplayError as exc:  # 3, like the gate: a 2 would read as inconclusive
         raise _could_not_run(exc) from None
-    sys.stdout.write(render_gate(report, fmt, failure_tags))
+    sys.stdout.write(render_gate(report, fmt, failure_tags, reference_metrics))
     raise typer.Exit(report.verdict.exit_code)
 
 

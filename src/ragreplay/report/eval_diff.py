@@ -28,7 +28,8 @@ def _p(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def _cells(m: MetricDiff) -> list[str]:
+def diff_cells(m: MetricDiff) -> list[str]:
+    """One metric's row of the diff table, in the order of :data:`HEAD`."""
     interval = "-" if m.low is None or m.high is None else f"[{m.low:+.3f}, {m.high:+.3f}]"
     return [
         m.name,
@@ -80,8 +81,14 @@ def _footer(d: EvalDiff) -> list[str]:
 
 def render_text(d: EvalDiff) -> str:
     """The plain-text diff."""
-    table = [list(HEAD), *(_cells(m) for m in d.rows.metrics)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(HEAD))]
+    body = text_table(HEAD, [diff_cells(m) for m in d.rows.metrics])
+    return "\n".join([*_header(d), "", *body, "", *_footer(d)]) + "\n"
+
+
+def text_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A plain-text table: the first column left-aligned, the others right-aligned, a rule under the head."""
+    table = [list(head), *(list(r) for r in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     body = []
     for n, row in enumerate(table):
         body.append(
@@ -89,10 +96,11 @@ def render_text(d: EvalDiff) -> str:
         )
         if n == 0:
             body.append("  ".join("-" * w for w in widths))
-    return "\n".join([*_header(d), "", *body, "", *_footer(d)]) + "\n"
+    return body
 
 
-def _md_row(cells: Sequence[str]) -> str:
+def md_row(cells: Sequence[str]) -> str:
+    """A Markdown table row, every cell made inert."""
     return "| " + " | ".join(md_text(c) for c in cells) + " |"
 
 
@@ -100,8 +108,8 @@ def render_markdown(d: EvalDiff) -> str:
     """The markdown diff."""
     head = _header(d)
     lines = [f"# {md_text(head[0])}", "", *(f"- {md_text(h)}" for h in head[1:]), ""]
-    lines += [_md_row(HEAD), "|---|" + "---:|" * (len(HEAD) - 1)]
-    lines += [_md_row(_cells(m)) for m in d.rows.metrics]
+    lines += [md_row(HEAD), "|---|" + "---:|" * (len(HEAD) - 1)]
+    lines += [md_row(diff_cells(m)) for m in d.rows.metrics]
     return "\n".join([*lines, "", *(md_text(f) for f in _footer(d))]) + "\n"
 
 

@@ -8,8 +8,10 @@ from xml.etree import ElementTree as ET
 
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import Bar
+from ragreplay.gate.reference_metrics import ReferenceMetrics
 from ragreplay.gate.run import GateReport
 from ragreplay.report.failure_tags import failure_tags_markdown
+from ragreplay.report.gate_metrics import metrics_markdown, metrics_text
 from ragreplay.report.labels import failure_tag_rows, failure_tags_head, local_judge_notes, md_text
 
 GATE_FORMATS = ("text", "md", "json", "junit")
@@ -76,9 +78,11 @@ def gate_judge_notes(report: GateReport) -> list[str]:
     return local_judge_notes(str(config["judge"]["name"]), str(config.get("fit_judge", {}).get("name", "")))
 
 
-def render_gate_text(report: GateReport, failure_tags: FailureTags | None = None) -> str:
+def render_gate_text(
+    report: GateReport, failure_tags: FailureTags | None = None, metrics: ReferenceMetrics | None = None
+) -> str:
     """The terminal report: headline, one line per bar, reasons, the cases to look at and (when given) the
-    failure tags reviewers gave the set's questions."""
+    failure tags reviewers gave the set's questions and the eval metrics against their answers."""
     v = report.verdict
     config = report.gate.config
     lines = [
@@ -103,12 +107,17 @@ def render_gate_text(report: GateReport, failure_tags: FailureTags | None = None
                 lines.append(f"  ... and {len(bar.listed) - 20} more (--format json lists all)")
     if failure_tags is not None:
         lines += ["", *_failure_tag_lines(failure_tags)]
+    if metrics is not None:
+        lines += ["", *metrics_text(metrics)]
     return "\n".join(lines) + "\n"
 
 
-def render_gate_markdown(report: GateReport, failure_tags: FailureTags | None = None) -> str:
+def render_gate_markdown(
+    report: GateReport, failure_tags: FailureTags | None = None, metrics: ReferenceMetrics | None = None
+) -> str:
     """Markdown, usable as the pull-request comment (it starts with :data:`COMMENT_MARKER`); with
-    ``failure_tags``, those reviewers gave the set's questions."""
+    ``failure_tags``, those reviewers gave the set's questions; with ``metrics``, the eval metrics against
+    their answers."""
     v = report.verdict
     config = report.gate.config
     out = [
@@ -147,12 +156,17 @@ def render_gate_markdown(report: GateReport, failure_tags: FailureTags | None = 
             "",
             *failure_tags_markdown(failure_tags),
         ]
+    if metrics is not None:
+        out += ["", *metrics_markdown(metrics)]
     return "\n".join(out) + "\n"
 
 
-def gate_json(report: GateReport, failure_tags: FailureTags | None = None) -> dict[str, Any]:
+def gate_json(
+    report: GateReport, failure_tags: FailureTags | None = None, metrics: ReferenceMetrics | None = None
+) -> dict[str, Any]:
     """Everything a script needs: the decision, exit code, bars, policy, every item's outcome and (``null``
-    when not looked up) the failure tags reviewers gave the set's questions."""
+    when not looked up or not asked for) the failure tags reviewers gave the set's questions and the eval
+    metrics against their answers."""
     return {
         "gate": report.gate.model_dump(mode="json", exclude={"verdict"}),
         "set": {"id": report.regset.id, "version": report.regset.version},
@@ -164,6 +178,7 @@ def gate_json(report: GateReport, failure_tags: FailureTags | None = None) -> di
         "judge_notes": gate_judge_notes(report),
         "cost_usd": report.cost_usd,
         "failure_tags": None if failure_tags is None else failure_tags.model_dump(mode="json"),
+        "reference_metrics": None if metrics is None else metrics.as_json(),
         "items": [
             {
                 **o.model_dump(mode="json"),
@@ -201,14 +216,20 @@ def render_gate_junit(report: GateReport) -> str:
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def render_gate(report: GateReport, fmt: str, failure_tags: FailureTags | None = None) -> str:
-    """The report in ``fmt`` (one of :data:`GATE_FORMATS`); ``failure_tags`` go in every format but JUnit."""
+def render_gate(
+    report: GateReport,
+    fmt: str,
+    failure_tags: FailureTags | None = None,
+    metrics: ReferenceMetrics | None = None,
+) -> str:
+    """The report in ``fmt`` (one of :data:`GATE_FORMATS`); ``failure_tags`` and the eval ``metrics`` go in
+    every format but JUnit."""
     if fmt == "text":
-        return render_gate_text(report, failure_tags)
+        return render_gate_text(report, failure_tags, metrics)
     if fmt == "md":
-        return render_gate_markdown(report, failure_tags)
+        return render_gate_markdown(report, failure_tags, metrics)
     if fmt == "json":
-        return json.dumps(gate_json(report, failure_tags), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(gate_json(report, failure_tags, metrics), indent=2, ensure_ascii=False) + "\n"
     if fmt == "junit":
         return render_gate_junit(report)
     raise ValueError(f"unknown gate format {fmt!r}")
