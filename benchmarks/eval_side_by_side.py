@@ -12,8 +12,10 @@ answer correctness against the mock endpoint (``mock_openai_server.py``, its own
 Each tool runs in a process of its own, one after the other, against a freshly reset mock:
 
 - ragreplay: :func:`ragreplay.evaluation.run.evaluate_dataset` (what ``ragreplay eval`` runs) on the rows read
-  by ``read_eval_dataset`` from a JSONL file, judge ``mock:bench-model``, ``--concurrency`` rows at once and as
-  many calls (the provider's ``max_concurrency``), its default retries; one claims-check call a row;
+  by ``read_eval_dataset`` from a JSONL file, judge ``mock:bench-model``, at most ``--concurrency`` calls at once
+  (the provider's ``max_concurrency``) and ``--rows-in-flight`` rows (``ragreplay eval --concurrency``: a row
+  waits for its save after its call, so twice the calls keeps every call slot busy), its default retries; one
+  claims-check call a row, plus the lexical metrics (the rows have a reference);
 - RAGAS (``ragas_run.py`` in the virtualenv at ``--ragas-python``): ``faithfulness`` and
   ``answer_correctness`` through ``evaluate`` (its async executor, ``RunConfig()``: 16 workers, 10 retries).
 
@@ -99,10 +101,12 @@ def _determined(metrics: Mapping[str, MetricValue], name: str) -> float | None:
     return None if value is None else value.value
 
 
-async def _ragreplay_eval(base_url: str, rows_file: Path, db: str, concurrency: int) -> dict[str, Any]:
+async def _ragreplay_eval(
+    base_url: str, rows_file: Path, db: str, concurrency: int, rows_in_flight: int
+) -> dict[str, Any]:
     settings = Settings(
         db=db,
-        concurrency=concurrency,
+        concurrency=rows_in_flight,
         providers={"mock": ProviderConfig(base_url=base_url, max_concurrency=concurrency)},
         prices={JUDGE: Price(0.4, 1.6)},
     )
@@ -137,10 +141,11 @@ async def _ragreplay_eval(base_url: str, rows_file: Path, db: str, concurrency: 
     }
 
 
-def ragreplay_client(base_url: str, rows_file: Path, concurrency: int) -> None:
+def ragreplay_client(base_url: str, rows_file: Path, concurrency: int, rows_in_flight: int) -> None:
     """ragreplay's half, in this process: prints one JSON line."""
     with tempfile.TemporaryDirectory() as tmp:
-        result = asyncio.run(_ragreplay_eval(base_url, rows_file, str(Path(tmp) / "eval.db"), concurrency))
+        db = str(Path(tmp) / "eval.db")
+        result = asyncio.run(_ragreplay_eval(base_url, rows_file, db, concurrency, rows_in_flight))
     print(json.dumps(result), flush=True)
 
 
@@ -153,6 +158,7 @@ def run_scenario(args: argparse.Namespace, limited: bool, rows_dir: Path) -> lis
     try:
         own = [sys.executable, str(Path(__file__).resolve()), "--client", "ragreplay", "--base-url", base_url]
         own += ["--rows-file", str(rows_dir / "rows.jsonl"), "--concurrency", str(args.concurrency)]
+        own += ["--rows-in-flight", str(args.rows_in_flight)]
         results.append(run_client(own, base_url, env))
         if args.ragas_python.exists():
             command = [str(args.ragas_python), str(HERE / "ragas_run.py"), str(rows_dir / "ragas_rows.json")]
@@ -216,7 +222,13 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--rate-limit", type=float, default=20.0, help="requests a second (limited)")
     parser.add_argument("--error-rate", type=float, default=0.05, help="share answered 500 (limited)")
-    parser.add_argument("--concurrency", type=int, default=16, help="ragreplay's rows and calls at once")
+    parser.add_argument("--concurrency", type=int, default=16, help="ragreplay's calls at once (the ideal's)")
+    parser.add_argument(
+        "--rows-in-flight",
+        type=int,
+        default=32,
+        help="ragreplay's rows at once (`ragreplay eval --concurrency`)",
+    )
     parser.add_argument("--scenario", choices=["both", "open", "limited"], default="both")
     parser.add_argument(
         "--ragas-python", type=Path, default=RAGAS_PYTHON, help="the RAGAS virtualenv's python"
@@ -227,7 +239,7 @@ def main() -> None:
     parser.add_argument("--rows-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client == "ragreplay":
-        ragreplay_client(args.base_url, args.rows_file, args.concurrency)
+        ragreplay_client(args.base_url, args.rows_file, args.concurrency, args.rows_in_flight)
         return
     if not args.ragas_python.exists():
         print(
@@ -246,7 +258,8 @@ def main() -> None:
                 results += run_scenario(args, limited, rows_dir)
     print(
         f"{args.rows} rows; open: {args.latency_ms:g} ms latency, no limit; limited: also "
-        f"{args.rate_limit:g} requests/s and {args.error_rate:.0%} 500s; ragreplay concurrency {args.concurrency}; "
+        f"{args.rate_limit:g} requests/s and {args.error_rate:.0%} 500s; ragreplay {args.concurrency} calls and "
+        f"{args.rows_in_flight} rows at once; "
         f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
     print(table(results))
