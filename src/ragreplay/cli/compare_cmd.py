@@ -120,7 +120,7 @@ def compare(
     order: Annotated[str, typer.Option(help="both (judge each pair in both orders) | random")] = "both",
     limit: Annotated[int | None, typer.Option(help="Only the first N cases")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     seed: Annotated[int | None, typer.Option(help="Seed for the random order mode")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Cases in flight at once [default: 16]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
@@ -161,7 +161,7 @@ def compare(
 
 def compare_report(
     comparison_id: Annotated[str, typer.Argument(help="Comparison id or a unique prefix of it")],
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:

@@ -118,7 +118,7 @@ def judge(
 
 def report(
     since: Annotated[str, typer.Option(help="Rows newer than this age (7d, 24h, 30m) or ISO date")] = "7d",
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:

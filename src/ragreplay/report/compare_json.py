@@ -8,7 +8,7 @@ from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.errors import ConfigError
 from ragreplay.report.labels import local_judge_notes
 
-FORMATS = ("text", "md", "json")
+FORMATS = ("text", "md", "json", "html")
 
 
 def render_comparison_json(summary: ComparisonSummary) -> str:
@@ -21,13 +21,17 @@ def render_comparison_json(summary: ComparisonSummary) -> str:
 
 
 def render_comparison(summary: ComparisonSummary, fmt: str) -> str:
-    """The report in ``fmt`` (text, md or json)."""
+    """The report in ``fmt`` (text, md, json or html)."""
     if fmt == "json":
         return render_comparison_json(summary)
     if fmt == "md":
         from ragreplay.report.compare_markdown import render_comparison_markdown
 
         return render_comparison_markdown(summary)
+    if fmt == "html":
+        from ragreplay.report.compare_html import render_comparison_html
+
+        return render_comparison_html(summary)
     if fmt == "text":
         from ragreplay.report.compare_text import render_comparison_text
 
