@@ -195,3 +195,18 @@ def test_otel_history_from_messages_of_a_lone_trace(tmp_path: Path) -> None:
     doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
     (conv,) = read(write(tmp_path, "otlp.json", json.dumps(doc, indent=1))).values()
     assert [m.content for m in conv.messages] == ["first?", "one", "second?", "two"]
+
+
+def test_a_line_holding_an_array_of_records(tmp_path: Path) -> None:
+    runs = [json.loads(line) for line in (TRACES / "langsmith.jsonl").read_text().splitlines()]
+    path = write(tmp_path, "runs.jsonl", json.dumps(runs[:12]) + "\n" + jsonl(*runs[12:]))
+    assert detect_format(path) == "langsmith"
+    assert read(path) == read(TRACES / "langsmith.jsonl")
+
+
+def test_a_json_document_of_no_known_tool_is_an_error_naming_the_formats(tmp_path: Path) -> None:
+    path = write(tmp_path, "other.json", json.dumps([{"hello": "world"}], indent=2))
+    with pytest.raises(InputError) as info:
+        detect_format(path)
+    assert "cannot tell the log format" in str(info.value) and "--format" in str(info.value)
+    assert "langfuse|langsmith|openinference|otel" in str(info.value)
