@@ -13,24 +13,21 @@ an aiohttp ``LazySession`` or ``ClientSession`` as ``client``) sends them with a
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from pydantic_core import from_json, to_json
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
-from ragreplay.core.retry import retry_after_seconds
 from ragreplay.core.types import TokenUsage
 from ragreplay.errors import ConfigError
-from ragreplay.providers.http11 import HttpConnectionError, HttpReply, ReplyTooLargeError
-from ragreplay.providers.http11_pool import HttpPool, PostTarget
+from ragreplay.providers.http11_pool import HttpPool
+from ragreplay.providers.json_endpoint import JsonEndpoint, body_text, error_detail
 from ragreplay.providers.pricing import Price
 
 if TYPE_CHECKING:
@@ -41,9 +38,6 @@ if TYPE_CHECKING:
 HTTP_CLIENT_ENV = "RAGREPLAY_HTTP_CLIENT"
 """Environment variable choosing the HTTP client: ``http11`` (the default) or ``aiohttp``."""
 HTTP_CLIENTS = ("http11", "aiohttp")
-
-_TRANSIENT_STATUSES = frozenset({408, 409, 429})
-_DETAIL_LIMIT = 300
 
 REPLY_FORMATS = ("json_schema", "json_object", "none")
 """The ``response_format`` kinds, most structured first: a request gets the one it asks for, or a later one
@@ -84,28 +78,9 @@ def http_client(
     )
 
 
-def _text(body: bytes, limit: int) -> str:
-    return body[: limit * 4].decode("utf-8", errors="replace")[:limit]
-
-
-def _error_detail(body: bytes) -> str:
-    """The endpoint's own error message if it sent one, else the start of the body."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return _text(body, _DETAIL_LIMIT).strip()
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:_DETAIL_LIMIT]
-        if isinstance(err, str):
-            return err[:_DETAIL_LIMIT]
-    return json.dumps(data)[:_DETAIL_LIMIT]
-
-
 def _refuses_format(status: int, body: bytes) -> bool:
     """Whether an error says the endpoint does not take the ``response_format`` sent (a 400 or 422 naming it)."""
-    return status in (400, 422) and _NAMES_FORMAT.search(_error_detail(body)) is not None
+    return status in (400, 422) and _NAMES_FORMAT.search(error_detail(body)) is not None
 
 
 def _wanted_format(request: ChatRequest) -> int:
@@ -117,15 +92,6 @@ class _FormatRefusedError(Exception):
     """The endpoint answered that it does not take the ``response_format`` that was sent."""
 
 
-def _quota_exhausted(body: bytes) -> bool:
-    """Whether a 429 says the key's quota is spent (OpenAI's ``insufficient_quota``) rather than its rate."""
-    try:
-        err = json.loads(body).get("error")
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(err, dict) and "insufficient_quota" in (err.get("code"), err.get("type"))
-
-
 class OpenAICompatModel:
     """A :class:`~ragreplay.ports.ChatModel` that POSTs to ``{base_url}/chat/completions``.
 
@@ -133,7 +99,8 @@ class OpenAICompatModel:
     with aiohttp, a :class:`LazySession` (both made outside any loop) or an open :class:`aiohttp.ClientSession`;
     one passed in is not closed by :meth:`aclose`. Without it the model makes its own pool of
     ``max_connections`` (:func:`http_client`). ``price`` (per million tokens) sets
-    ``ChatResponse.cost_usd``. ``api_key_env`` only improves error messages.
+    ``ChatResponse.cost_usd`` (0 when ``None``: the price is unknown, and the factory says so).
+    ``api_key_env`` only improves error messages. ``query`` is added to the URL (Azure's ``api-version``).
 
     A request with a ``response_format`` is sent as ``json_schema`` (strict), one with only ``json_mode`` as
     ``json_object``. An endpoint that answers 400/422 naming the response format gets the request again once
@@ -155,23 +122,25 @@ class OpenAICompatModel:
         api_key_env: str | None = None,
         max_connections: int = 8,
         price: Price | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> None:
         self._name = name
         self.model = model
         self.url = base_url.rstrip("/") + "/chat/completions"
+        if query:
+            self.url += "?" + urlencode(query)
         self.timeout_s = timeout_s
         self.price = price
         self._api_key_env = api_key_env
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
+        sent = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             bearer = api_key_header.lower() == "authorization"
-            self._headers[api_key_header] = f"Bearer {api_key}" if bearer else api_key
+            sent[api_key_header] = f"Bearer {api_key}" if bearer else api_key
         self._owned: HttpPool | LazySession | None = None  # made here, so closed by aclose
         if client is None:
             client = self._owned = http_client(timeout_s, max_connections)
         self._client = client
-        self._target: PostTarget | None = None  # the request's fixed part, made on the first call
-        self._aiohttp_timeout: aiohttp.ClientTimeout | None = None
+        self._endpoint = JsonEndpoint(name, self.url, sent, timeout_s, client)
         self._format_floor = 0  # index into REPLY_FORMATS: the most structured kind not refused yet
 
     @property
@@ -230,84 +199,23 @@ class OpenAICompatModel:
                 kind += 1
 
     async def _send(self, request: ChatRequest, reply_format: int) -> ChatResponse:
-        client = self._client
-        data = to_json(
-            self.request_body(request, reply_format)
-        )  # pydantic-core's encoder: a third of json's CPU
-        started = time.perf_counter()
-        try:
-            if isinstance(client, HttpPool):
-                reply = await client.post(self._target or self._post_target(), data, self.timeout_s)
-            else:
-                reply = await self._aiohttp_post(client, data)
-        except TimeoutError as exc:  # aiohttp's own timeout errors subclass it too
-            raise ProviderError(
-                f"{self.name}: no answer from {self.url} within {self.timeout_s:g} s ({type(exc).__name__})",
-                transient=True,
-            ) from exc
-        except HttpConnectionError as exc:
-            raise ProviderError(
-                f"{self.name}: connection to {self.url} failed ({exc}). "
-                "Fix: check that the server is running and base_url is right",
-                transient=True,
-            ) from exc
-        except ReplyTooLargeError as exc:
-            raise ProviderError(
-                f"{self.name}: {self.url} sent {exc}, more than a chat completion can be. "
-                "Fix: check that base_url points at an OpenAI-compatible /v1 endpoint",
-                transient=False,
-                status=exc.status,
-            ) from exc
+        # pydantic-core's encoder: a third of json's CPU
+        data = to_json(self.request_body(request, reply_format))
+        reply, latency_ms = await self._endpoint.post(data)
         status, headers, body = reply.status, reply.headers, reply.body
-        latency_ms = (time.perf_counter() - started) * 1000.0
         if status >= 400 and reply_format < _NO_FORMAT and _refuses_format(status, body):
-            raise _FormatRefusedError(_error_detail(body))
+            raise _FormatRefusedError(error_detail(body))
         if status >= 400:
-            raise self._status_error(status, headers, body)
+            key_env = self._api_key_env or "the provider's api_key_env"
+            fixes = {
+                400: f"check the model name '{self.model}' and the request parameters (max_tokens, json mode)",
+                401: f"check the API key env var {key_env} (missing, expired or for another endpoint)",
+                403: f"check that the API key in {key_env} may use model '{self.model}'",
+                404: f"check base_url (OpenAI-compatible ones usually end in /v1) and the model '{self.model}'",
+                422: f"check the model name '{self.model}' and request parameters",
+            }
+            raise self._endpoint.status_error(status, headers, body, fixes)
         return self._parse(status, body, latency_ms, read_rate_limit(headers))
-
-    def _post_target(self) -> PostTarget:
-        try:
-            self._target = PostTarget(self.url, self._headers)
-        except ValueError as exc:
-            raise ProviderError(
-                f"{self.name}: cannot send to {self.url}: {exc}. Fix: set base_url to http(s)://host[:port]/... "
-                "and give header values on one line",
-                transient=False,
-            ) from exc
-        return self._target
-
-    async def _aiohttp_post(self, client: LazySession | aiohttp.ClientSession, data: bytes) -> HttpReply:
-        from ragreplay.providers.aiohttp_session import aiohttp_post, client_timeout
-
-        if self._aiohttp_timeout is None:
-            self._aiohttp_timeout = client_timeout(self.timeout_s)
-        return await aiohttp_post(client, self.url, data, self._headers, self._aiohttp_timeout)
-
-    def _status_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
-        detail = _error_detail(body)
-        prefix = f"{self.name}: HTTP {status} from {self.url}: {detail}"
-        if status == 429 and _quota_exhausted(body):
-            fix = "add credit or raise the quota of the key in the provider's console"
-            return ProviderError(f"{prefix}. Fix: {fix}", transient=False, status=status)
-        if status in _TRANSIENT_STATUSES or status >= 500:
-            return ProviderError(
-                prefix,
-                transient=True,
-                status=status,
-                retry_after=retry_after_seconds(headers, datetime.now(UTC)),
-                rate_limit=read_rate_limit(headers),
-            )
-        key_env = self._api_key_env or "the provider's api_key_env"
-        fixes = {
-            400: f"check the model name '{self.model}' and the request parameters (max_tokens, json mode)",
-            401: f"check the API key env var {key_env} (missing, expired or for another endpoint)",
-            403: f"check that the API key in {key_env} may use model '{self.model}'",
-            404: f"check base_url (OpenAI-compatible ones usually end in /v1) and the model '{self.model}'",
-            422: f"check the model name '{self.model}' and request parameters",
-        }
-        fix = fixes.get(status, "check the provider settings")
-        return ProviderError(f"{prefix}. Fix: {fix}", transient=False, status=status)
 
     def _parse(
         self, status: int, body: bytes, latency_ms: float, rate_limit: RateLimitInfo | None
@@ -318,7 +226,7 @@ class OpenAICompatModel:
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ProviderError(
                 f"{self.name}: {self.url} returned a body that is not an OpenAI chat completion "
-                f"({_text(body, 120)!r}). Fix: point base_url at an OpenAI-compatible /v1 endpoint",
+                f"({body_text(body, 120)!r}). Fix: point base_url at an OpenAI-compatible /v1 endpoint",
                 transient=False,
                 status=status,
             ) from exc
