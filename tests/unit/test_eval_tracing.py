@@ -62,7 +62,7 @@ def test_summary_counts_cached_rows_and_keeps_unknown_prices_unknown() -> None:
     assert stages["target"].n == 3 and stages["target"].p50 == pytest.approx(20.0)
     assert stages["judging"].n == 2 and summary.judge_cached_rows == 1
     target, judge = summary.costs
-    assert (target.tokens_in, target.unknown_rows, target.usd) == (150, 1, pytest.approx(0.01))
+    assert (target.tokens_in, target.unknown_rows) == (150, 1) and target.usd == pytest.approx(0.01)
     assert not target.known and judge.known and judge.usd == pytest.approx(0.002)
     assert usd(target)[0] == "price unknown for 1 of 3 rows, at least $0.0100"
     assert usd(judge) == ("$0.0020", "$0.000667")
