@@ -165,8 +165,10 @@ def eval_command(
     """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
     LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row);
     with --rubric, every criterion of the rubric graded 1-5 (one more call per row); with --repeats N, all of it
-    N times, and the run-to-run variance. With --target, the target answers every row first (DATASET may then
-    be a golden set, golden:NAME[@version]); the report adds latency per stage, tokens and cost per case.
+    N times, and the run-to-run variance.
+
+    With --target, the target answers every row first (DATASET may then be a golden set, golden:NAME[@version]);
+    the report adds latency per stage, tokens and cost per case.
 
     Each row is saved as it is scored: the same command resumes a killed run without repeating a call, and shows
     a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
