@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,13 @@ from ragreplay.core.types import Fit
 from ragreplay.errors import ConfigError
 from ragreplay.judges.position import PairOutcome
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
+from ragreplay.report.word_diff import word_diff
 from ragreplay.review.calibration import calibration_report
 from ragreplay.review.failure_tags import simulated_reviewers
 from ragreplay.shadow.judging import parse_since, shadow_figures, stored_shadow_summary
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
+from ragreplay.web.overview_charts import overview_charts
 
 DEFAULT_SINCE = "7d"
 DEFAULT_LIMIT = 50
@@ -311,7 +314,8 @@ def index_data(
     """Everything the overview shows for the window ``since``: the headline per challenger, the report's grid
     and per-tag cells, the users' feedback, warnings, the per-day table, and (``full``) the whole summary with
     every row's texts. The HTML page shows figures only, so it reads the window without texts
-    (:func:`~ragreplay.shadow.judging.shadow_figures`: the same numbers, less time and memory)."""
+    (:func:`~ragreplay.shadow.judging.shadow_figures`: the same numbers, less time and memory), and gets the
+    charts drawn from them instead (``charts``, SVG markup: :mod:`ragreplay.web.overview_charts`)."""
     now = now or datetime.now(UTC)
     text, start = since_start(since, now)
     if full:
@@ -348,7 +352,11 @@ def index_data(
         "warnings": list(summary.warnings),
         "by_day": days,
         "links": {"rows": link("/rows", since=text), "json": link("/index.json", since=text)},
-        **({"summary": summary.model_dump(mode="json")} if full else {}),
+        **(
+            {"summary": summary.model_dump(mode="json")}
+            if full
+            else {"charts": overview_charts(summary, days)}
+        ),
     }
 
 
@@ -548,8 +556,10 @@ def _judgment(record: ShadowJudgmentRecord | None) -> dict[str, Any] | None:
 
 
 def row_data(store: Store, row_id: str) -> dict[str, Any] | None:
-    """One shadow row whole: both answers, chunks, latency, cost, its judgment (``None`` while not judged)
-    and the user's feedback on the request; ``None`` when there is no such row."""
+    """One shadow row whole: both answers, chunks, latency, cost, its judgment (``None`` while not judged),
+    the user's feedback on the request and the word-level diff of the two answers (``diff``: segments
+    ``same``, ``deleted`` from the champion's, ``inserted`` in the challenger's); ``None`` when there is no
+    such row."""
     found = store.shadow_browse.shadow_row_with_judgment(row_id)
     if found is None:
         return None
@@ -567,6 +577,7 @@ def row_data(store: Store, row_id: str) -> dict[str, Any] | None:
         "challenger_answer": _side(row.challenger_answer),
         "judgment": _judgment(record),
         "feedback": _feedback(feedback),
+        "diff": [asdict(s) for s in word_diff(row.champion_answer.text, row.challenger_answer.text)],
         "links": {
             "json": row_link(row.id, ".json"),
             "challenger_rows": link("/rows", challenger=row.challenger),
