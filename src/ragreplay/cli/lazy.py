@@ -17,6 +17,8 @@ import typer
 from typer import _click
 from typer.core import TyperGroup
 
+from ragreplay.errors import import_extra
+
 TYPER_SETTINGS: dict[str, Any] = {
     "pretty_exceptions_enable": False,
     "add_completion": False,
@@ -32,14 +34,21 @@ class LazyCommand:
 
     ``target`` is ``"module:attribute"``: a command function, or a :class:`typer.Typer` (a group). ``help`` is
     the first paragraph of its help, as ``ragreplay --help`` lists it (a test checks it against the command's).
+    ``needs`` names the modules of optional packages (:data:`ragreplay.errors.EXTRAS`) the command cannot load
+    without.
     """
 
     name: str
     target: str
     help: str
+    needs: tuple[str, ...] = ()
 
     def load(self) -> _click.Command:
-        """Import the module and convert the command as typer would have at registration."""
+        """Import the module and convert the command as typer would have at registration; a module of
+        :attr:`needs` that is not installed is a one-line :class:`~ragreplay.errors.MissingExtraError` naming
+        the extra to install."""
+        for module in self.needs:
+            import_extra(module, f"ragreplay {self.name}")
         module_name, _, attribute = self.target.partition(":")
         obj = getattr(importlib.import_module(module_name), attribute)
         holder = typer.Typer(**TYPER_SETTINGS)

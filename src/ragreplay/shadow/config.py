@@ -17,14 +17,17 @@ Flags given on the command line win over the file. ``ragreplay schema shadow`` p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragreplay.asgi.limits import ServerLimits
-from ragreplay.shadow.mirror import FeedbackTap
 from ragreplay.shadow.payloads import RequestFields
 from ragreplay.shadow.sampler import SamplingConfig
+
+if TYPE_CHECKING:
+    from ragreplay.shadow.mirror import FeedbackTap
 
 
 def base_url_problem(url: str) -> str | None:
@@ -96,6 +99,8 @@ class FeedbackConfig(_Section):
 
     def build(self) -> FeedbackTap:
         """The mirror's :class:`FeedbackTap`."""
+        from ragreplay.shadow.mirror import FeedbackTap  # aiohttp, the [shadow] extra: only when serving
+
         return FeedbackTap(self.path, self.id_path, self.label_path, self.comment_path)
 
 

@@ -11,8 +11,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DataError, IntegrityError, OperationalError, StatementError
 from sqlalchemy.pool import StaticPool
 
+from ragreplay.errors import import_extra
 from ragreplay.store.failures import StoreError, StoreUnavailable
-from ragreplay.store.liveness import StoreTimeouts, name_store_failures, postgres_connect_args, use_deadline
+from ragreplay.store.liveness import StoreTimeouts, name_store_failures, postgres_connect_args
 
 __all__ = ["StoreError", "StoreUnavailable", "connection_failure", "create_store_engine", "parse_store_url"]
 
@@ -77,6 +78,9 @@ def create_store_engine(url: URL, timeouts: StoreTimeouts | None = None) -> Engi
         engine = _sqlite_engine(url)
         name_store_failures(engine, url.render_as_string(), StoreTimeouts(), BUSY_TIMEOUT_MS / 1000)
         return engine
+    import_extra("psycopg", "A PostgreSQL store")  # the [postgres] extra: one line naming it when missing
+    from ragreplay.store.pg_deadline import use_deadline
+
     args, in_force = postgres_connect_args(url, timeouts or StoreTimeouts.from_env())
     engine = create_engine(url, pool_pre_ping=True, connect_args=args)
     use_deadline(engine, in_force.answer_deadline_s())

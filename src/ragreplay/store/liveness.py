@@ -6,6 +6,8 @@ network is noticed), a server-side ``statement_timeout``, and a client-side dead
 that is up but silent (a hung server or pooler, a stalled disk) is noticed by nothing else. A connection lost or
 silent past its deadline, a statement cancelled by the timeout, or a SQLite database locked past its busy timeout
 becomes :class:`StoreUnavailable`. Any libpq parameter in the store URL's query wins over these defaults.
+The deadline itself is :mod:`ragreplay.store.pg_deadline` (psycopg, the ``[postgres]`` extra, is imported only
+for a PostgreSQL store).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import URL, ExceptionContext
 
@@ -105,41 +107,6 @@ def postgres_connect_args(url: URL, timeouts: StoreTimeouts) -> tuple[dict[str, 
     return args, timeouts
 
 
-class DeadlineConnection(psycopg.Connection[Any]):
-    """A psycopg connection that waits at most :attr:`deadline_s` for any answer of the server, then closes
-    itself (so SQLAlchemy sees a lost connection) and raises ``OperationalError``."""
-
-    deadline_s: float | None = None
-
-    def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
-        """psycopg's wait, with the deadline unless the caller gives its own."""
-        if self.deadline_s is None or kwargs.get("timeout") is not None:
-            return super().wait(gen, *args, **kwargs)
-        try:
-            return super().wait(gen, *args, **{**kwargs, "timeout": self.deadline_s})
-        except _WAIT_TIMEOUT:
-            self.close()
-            raise psycopg.OperationalError(
-                f"no answer from the server within {self.deadline_s:g} s"
-            ) from None
-
-
-_WAIT_TIMEOUT: type[Exception] = getattr(psycopg.errors, "_WaitTimeout", psycopg.errors.OperationalError)
-
-
-def use_deadline(engine: Engine, deadline_s: float | None) -> None:
-    """Connect ``engine``'s new PostgreSQL connections as :class:`DeadlineConnection` with ``deadline_s``."""
-
-    class _Connection(DeadlineConnection):
-        """A :class:`DeadlineConnection` with this engine's deadline."""
-
-    _Connection.deadline_s = deadline_s
-
-    @event.listens_for(engine, "do_connect")
-    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
-        return _Connection.connect(*cargs, **cparams)
-
-
 def name_store_failures(engine: Engine, display_url: str, timeouts: StoreTimeouts, busy_s: float) -> None:
     """Turn the failures of a store that stopped answering into :class:`StoreUnavailable` once ``engine`` has
     connected once (before that, opening the store reports them with its own fix)."""
@@ -167,7 +134,10 @@ def _stall(context: ExceptionContext, timeouts: StoreTimeouts, busy_s: float) ->
             f"did not finish a statement within {timeouts.statement_s:g} s (its statement_timeout; if the store "
             f"is only slow, raise ${TIMEOUT_ENV})"
         )
-    if not isinstance(exc, psycopg.OperationalError):
+    psycopg = sys.modules.get(
+        "psycopg"
+    )  # imported by then for a PostgreSQL store; a SQLite one never needs it
+    if psycopg is None or not isinstance(exc, psycopg.OperationalError):
         return f"stayed locked by another writer for {busy_s:g} s" if _locked(context, first) else None
     if context.connection is None:
         return f"could not be reached again ({first})"
