@@ -20,6 +20,7 @@ from ragreplay.cli.common import (
     open_store,
     settings_from,
 )
+from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, comparison_json, write_json
 from ragreplay.compare.case_comparison import CaseComparison
 from ragreplay.compare.cases import questions_for, resolve_cases
 from ragreplay.compare.comparison_run import load_targets, parse_challengers, run_comparison
@@ -176,14 +177,19 @@ def compare_report(
 
 def comparisons(
     limit: Annotated[int, typer.Option(help="Newest N comparisons")] = 20,
+    fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """List stored comparisons, newest first, with their status, sides and judges."""
+    as_json = check_output_format(fmt)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         records = store.comparisons.list_comparisons(limit=limit)
         counts = store.comparisons.compared_case_counts([r.id for r in records])
+    if as_json:
+        write_json([comparison_json(r, counts.get(r.id, 0)) for r in records])
+        return
     if not records:
         console.print(
             "no comparisons yet: start one with `ragreplay compare --champion ... --challenger ...`"

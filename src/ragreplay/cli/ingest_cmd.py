@@ -10,6 +10,8 @@ from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn, Transf
 from rich.table import Table
 
 from ragreplay.cli.common import console, open_store, progress_display, settings_from
+from ragreplay.cli.json_output import check_output_format, write_json
+from ragreplay.errors import ConfigError
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.yaml_files import load_model, read_yaml
@@ -60,13 +62,29 @@ def ingest(
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count; write nothing")] = False,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--output-format",
+            help="text | json: the summary as one JSON document on stdout (--format names the log's format)",
+        ),
+    ] = "text",
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing."""
+    as_json = check_output_format(output_format, "--output-format")
+    if fmt == "json":
+        raise ConfigError(
+            "--format json: --format names the log's format (canonical, flat, openai, ...; detected when left "
+            "out). Fix: for the summary as JSON, write --output-format json"
+        )
     field_mapping = load_model(FieldMapping, read_yaml(mapping), str(mapping)) if mapping else None
     settings = settings_from(config, db=db)
     if dry_run:
         summary = _dry_run(path, fmt, field_mapping, settings.db)
+        if as_json:
+            write_json(summary.model_dump(mode="json"))
+            return
         seen = f" and already ingested as source {summary.source_id}" if summary.already_ingested else ""
         console.print(_summary_table(summary, f"{path} is valid{seen} (dry run: nothing written)"))
         return
@@ -86,6 +104,9 @@ def ingest(
             bar.update(task, completed=done, total=total)
 
         summary = ingest_file(path, store, fmt, field_mapping, progress=on_progress)
+    if as_json:
+        write_json(summary.model_dump(mode="json"))
+        return
     if summary.already_ingested:
         console.print(f"{path} was already ingested as source {summary.source_id}: nothing to do.")
         return

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ragreplay.cli.common import add_fitted_columns, compact_table, console, open_store, settings_from
+from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, run_json, source_json, write_json
 from ragreplay.core.runs import ResultStatus, RunStatus
 from ragreplay.errors import ConfigError
 from ragreplay.replay.replay_run import summarize_run
@@ -45,20 +46,25 @@ def report(
 
 def runs(
     limit: Annotated[int, typer.Option(help="Newest N runs")] = 20,
+    fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file")] = None,
 ) -> None:
     """List runs, newest first, with their status and versions."""
+    as_json = check_output_format(fmt)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         records = store.runs.list_runs(limit=limit)
         counts = {r.id: store.runs.result_counts(r.id) for r in records}
         active = store.runs.last_activity([r.id for r in records])
+    now = datetime.now(UTC)
+    statuses = {r.id: shown_status(r.status, active.get(r.id, r.created_at), now) for r in records}
+    if as_json:
+        write_json([run_json(r, counts[r.id], statuses[r.id]) for r in records])
+        return
     if not records:
         console.print("no runs yet: start one with `ragreplay run --target candidate.yaml --judge SPEC`")
         return
-    now = datetime.now(UTC)
-    statuses = {r.id: shown_status(r.status, active.get(r.id, r.created_at), now) for r in records}
     # fits 80 columns: ids, dates and counts never wrap; names are cut with an ellipsis (`report ID` has all)
     rows = [
         (
@@ -103,13 +109,18 @@ def shown_status(status: RunStatus, last_activity: datetime, now: datetime) -> s
 
 
 def sources(
+    fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file")] = None,
 ) -> None:
     """List ingested sources."""
+    as_json = check_output_format(fmt)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         records = store.cases.list_sources()
+    if as_json:
+        write_json([source_json(s) for s in records])
+        return
     rows = [
         (
             s.id,

@@ -11,6 +11,7 @@ from typing import Annotated, cast
 import typer
 
 from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import Progress
 from ragreplay.jobs.writer import StoreWriter
@@ -84,10 +85,12 @@ def judge(
     limit: Annotated[int | None, typer.Option(help="Judge at most N rows")] = None,
     db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
     concurrency: Annotated[int | None, typer.Option(help="Rows judged at once [default: 16]")] = None,
+    fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Judge the shadow rows not judged yet: agreement (FIT judge, champion answer vs candidate) and blind
     preference (pairwise judge). Each row is judged once; running it again judges only rows added since."""
+    as_json = check_output_format(fmt)
     if order not in ORDERS:
         raise ConfigError(f"--order {order!r}: choose both or random")
     if limit is not None and limit < 1:
@@ -108,6 +111,18 @@ def judge(
             )
         )
         left = store.shadow_judgments.count_unjudged_shadow_rows()
+    if as_json:
+        write_json(
+            {
+                "since": since,
+                "judged": counts.done,
+                "errors": counts.errors,
+                "unscorable": counts.unscorable,
+                "cost_usd": counts.cost_usd,
+                "unjudged_left": left,
+            }
+        )
+        return
     err_console.print(
         f"judged {counts.done} shadow row(s) since {since}"
         + (f", {counts.errors} with a failed side (recorded as errors)" if counts.errors else "")
