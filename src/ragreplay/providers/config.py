@@ -14,20 +14,34 @@ class ProviderConfig(BaseModel):
     """One model provider: where it lives, how to authenticate and how hard it may be pushed.
 
     ``kind="openai"`` covers every OpenAI-compatible endpoint (OpenAI, Azure v1 with
-    ``api_key_header: api-key``, vLLM, Ollama, llama.cpp, LM Studio). ``api_key_env`` names the environment
-    variable holding the key; leave it out for local servers that need none.
+    ``api_key_header: api-key``, vLLM, Ollama, llama.cpp, LM Studio); ``azure`` is Azure OpenAI's deployments
+    API, ``anthropic`` the Anthropic messages API and ``litellm`` any model LiteLLM reaches (the ``[litellm]``
+    extra). ``api_key_env`` names the environment variable holding the key; leave it out for local servers
+    that need none. The built-in providers (``providers/presets.py``) fill in what is not set here.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["openai", "fake"] = "openai"
+    kind: Literal["openai", "azure", "anthropic", "litellm", "fake"] = "openai"
     base_url: str | None = None
     api_key_env: str | None = None
+    api_key_optional: bool = Field(
+        default=False,
+        description="Send the key when api_key_env is set in the environment, none otherwise (local servers).",
+    )
     api_key_header: str = Field(
         default="Authorization",
         description='Header carrying the key: "Authorization" (Bearer) or "api-key" for Azure.',
     )
     headers: dict[str, str] = Field(default_factory=dict)
+    api_version: str | None = Field(
+        default=None, description="Azure OpenAI's api-version query parameter (kind azure)."
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Reply token cap sent when a request sets none; Anthropic requires one (4096 unless set).",
+    )
     max_concurrency: int = Field(default=8, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=60.0, gt=0)

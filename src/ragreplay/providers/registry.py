@@ -17,19 +17,29 @@ from typing import TYPE_CHECKING
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.errors import ConfigError
 from ragreplay.ports import CacheBackend, ChatModel
+from ragreplay.providers.anthropic import AnthropicModel
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
 from ragreplay.providers.fake import FakeChatModel, FakeCounters
 from ragreplay.providers.http11_pool import HttpPool
 from ragreplay.providers.limits import LimitedModel, Sleep
+from ragreplay.providers.litellm_model import LiteLLMModel, import_litellm
 from ragreplay.providers.openai_compat import OpenAICompatModel, http_client
+from ragreplay.providers.presets import (
+    ANTHROPIC_MAX_TOKENS,
+    PRESETS,
+    azure_deployment_url,
+    resolve,
+)
+from ragreplay.providers.presets import (
+    OPENAI_DEFAULT_BASE_URL as OPENAI_DEFAULT_BASE_URL,  # re-exported: where openai: goes by default
+)
 from ragreplay.providers.pricing import lookup_price, price_table
 
 if TYPE_CHECKING:
     from ragreplay.providers.aiohttp_session import LazySession
 
 BLOCK_ENV = "RAGREPLAY_BLOCK_REAL_MODELS"
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 FAKE_ENV = {
     "latency_ms": "RAGREPLAY_FAKE_LATENCY_MS",
     "call_log": "RAGREPLAY_FAKE_CALL_LOG",
@@ -86,22 +96,15 @@ class ModelFactory:
         self._fake_counters: dict[str, FakeCounters] = {}
 
     def provider_config(self, provider: str) -> ProviderConfig:
-        """The settings of ``provider``, with the built-in defaults for ``openai`` and ``fake`` filled in."""
-        cfg = self.settings.providers.get(provider)
+        """The settings of ``provider``: its ``providers:`` entry over the built-in preset, if any
+        (:mod:`ragreplay.providers.presets`: openai, anthropic, azure, ollama, vllm, llamacpp, lmstudio,
+        litellm, fake)."""
+        cfg = resolve(provider, self.settings.providers.get(provider), self.env)
         if cfg is None:
-            if provider == "fake":
-                return ProviderConfig(kind="fake")
-            if provider != "openai":
-                known = sorted({"openai", "fake", *self.settings.providers})
-                raise ConfigError(
-                    f"unknown model provider {provider!r}. Fix: use one of {', '.join(known)}, or declare "
-                    f"it under 'providers: {provider}:' (kind, base_url, api_key_env) in the config file"
-                )
-            cfg = ProviderConfig()
-        if provider == "openai" and cfg.kind == "openai":
-            base_url = cfg.base_url or self.env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
-            cfg = cfg.model_copy(
-                update={"base_url": base_url, "api_key_env": cfg.api_key_env or "OPENAI_API_KEY"}
+            known = sorted({*PRESETS, *self.settings.providers})
+            raise ConfigError(
+                f"unknown model provider {provider!r}. Fix: use one of {', '.join(known)}, or declare "
+                f"it under 'providers: {provider}:' (kind, base_url, api_key_env) in the config file"
             )
         return cfg
 
@@ -117,7 +120,7 @@ class ModelFactory:
                 f"real model calls are blocked in tests ({BLOCK_ENV}=1), so {name!r} cannot be built. "
                 "Fix: use a fake: model, or a loopback mock server with an explicit env"
             )
-        raw = self._fake(provider, name) if cfg.kind == "fake" else self._openai(provider, model, name, cfg)
+        raw = self._fake(provider, name) if cfg.kind == "fake" else self._real(provider, model, name, cfg)
         limited = self._limited(provider, cfg, raw)
         built: ChatModel = limited
         if self.cache is not None:
@@ -143,31 +146,50 @@ class ModelFactory:
         self._limits[provider] = limited
         return limited
 
-    def _openai(self, provider: str, model: str, name: str, cfg: ProviderConfig) -> OpenAICompatModel:
-        if not cfg.base_url:
-            raise ConfigError(
-                f"provider {provider!r} has no base_url. "
-                f"Fix: set providers.{provider}.base_url, e.g. http://localhost:8000/v1"
-            )
-        api_key = None
-        if cfg.api_key_env:
-            api_key = self.env.get(cfg.api_key_env)
-            if not api_key:
-                raise ConfigError(
-                    f"provider {provider!r} needs an API key in the environment variable {cfg.api_key_env}, "
-                    f"which is not set. Fix: export {cfg.api_key_env}=<your key>"
-                )
+    def _real(self, provider: str, model: str, name: str, cfg: ProviderConfig) -> ChatModel:
+        api_key = self._api_key(provider, cfg)
         price = lookup_price(name, self.prices)
         if price is None and name not in self.unpriced:
             self.unpriced.add(name)
-            log.warning("no price known for %s: its cost is reported as 0. Add it under 'prices:'", name)
+            log.warning(
+                "no price known for %s: its cost is shown as price unknown. Fix: add it under 'prices:'", name
+            )
+        if cfg.kind == "litellm":
+            litellm = import_litellm(name)
+            return LiteLLMModel(
+                name,
+                model,
+                litellm,
+                base_url=cfg.base_url,
+                api_key=api_key,
+                timeout_s=cfg.timeout_s,
+                max_tokens=cfg.max_tokens,
+                price=price,
+            )
+        base_url = self._base_url(provider, cfg)
         client = self._clients.get(provider)
         if client is None:
             client = http_client(cfg.timeout_s, cfg.max_concurrency, self.env)
             self._clients[provider] = client
+        if cfg.kind == "anthropic":
+            return AnthropicModel(
+                name,
+                base_url,
+                model,
+                api_key,
+                client,
+                max_tokens=cfg.max_tokens or ANTHROPIC_MAX_TOKENS,
+                headers=cfg.headers,
+                timeout_s=cfg.timeout_s,
+                api_key_env=cfg.api_key_env,
+                price=price,
+            )
+        query: dict[str, str] | None = None
+        if cfg.kind == "azure":
+            base_url, query = azure_deployment_url(base_url, model, cfg.api_version)
         return OpenAICompatModel(
             name,
-            cfg.base_url,
+            base_url,
             model,
             api_key=api_key,
             headers=cfg.headers,
@@ -176,7 +198,32 @@ class ModelFactory:
             api_key_header=cfg.api_key_header,
             api_key_env=cfg.api_key_env,
             price=price,
+            query=query,
         )
+
+    def _base_url(self, provider: str, cfg: ProviderConfig) -> str:
+        if cfg.base_url:
+            return cfg.base_url
+        if cfg.kind == "azure":
+            raise ConfigError(
+                f"provider {provider!r} has no endpoint. Fix: export AZURE_OPENAI_ENDPOINT="
+                f"https://<resource>.openai.azure.com, or set providers.{provider}.base_url"
+            )
+        raise ConfigError(
+            f"provider {provider!r} has no base_url. "
+            f"Fix: set providers.{provider}.base_url, e.g. http://localhost:8000/v1"
+        )
+
+    def _api_key(self, provider: str, cfg: ProviderConfig) -> str | None:
+        if not cfg.api_key_env:
+            return None
+        api_key = self.env.get(cfg.api_key_env)
+        if not api_key and not cfg.api_key_optional:
+            raise ConfigError(
+                f"provider {provider!r} needs an API key in the environment variable {cfg.api_key_env}, "
+                f"which is not set. Fix: export {cfg.api_key_env}=<your key>"
+            )
+        return api_key or None
 
     def _fake(self, provider: str, name: str) -> FakeChatModel:
         counters = self._fake_counters.setdefault(provider, FakeCounters())
