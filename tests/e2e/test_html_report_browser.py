@@ -26,6 +26,9 @@ def test_report_renders_in_chromium_without_running_injected_script(page: Any, t
         assert page.locator(f"#{section}").is_visible(), section
     assert page.locator('td[data-verdict="BAD_NO_FIT"]').inner_text() == "1"
     assert page.locator('td[data-verdict="GOOD_FIT"]').inner_text() == "1"
+    group = page.locator('details[data-group="BAD_NO_FIT"]')  # cases sit in collapsed verdict groups
+    group.locator("summary").first.click()
+    group.locator("details.sub summary").first.click()
     case = page.locator('[data-case="case_1"]')
     assert EVIL in case.inner_text()  # shown as the text the user wrote ...
     assert page.evaluate("document.scripts.length") == 0  # ... never turned into a script element
