@@ -6,6 +6,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "comparison_dataframe",
     "ingest_log",
     "lexical_metrics",
     "llm_metrics",
@@ -14,6 +15,7 @@ __all__ = [
     "retrieval_metrics",
     "run",
     "run_async",
+    "run_dataframe",
     "run_gate",
     "summary",
 ]

@@ -16,10 +16,11 @@ import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from ragreplay.compare.stored import COMPARISON_TABLE, comparison_rows, find_comparison
 from ragreplay.core.eval import EvalContext, EvalRow, MetricValue
 from ragreplay.core.gate import GatePolicy
-from ragreplay.core.run_summary import RunSummary
 from ragreplay.evaluation.identity import RETRIEVAL_METRICS
 from ragreplay.evaluation.run import lexical_scores, retrieval_scores
 from ragreplay.gate.run import GateReport, gate_target_files
@@ -29,17 +30,20 @@ from ragreplay.metrics.llm import score_row
 from ragreplay.providers.registry import ModelFactory
 from ragreplay.replay import replay_run
 from ragreplay.replay.replay_run import case_selection, summarize_run
+from ragreplay.replay.result_table import RESULT_TABLE, find_run, result_rows
 from ragreplay.report import render
+from ragreplay.report.notebook import GateReportView, IngestSummaryView, RunSummaryView
+from ragreplay.report.table_export import to_dataframe
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 from ragreplay.targets.loader import load_target
 
 
 def ingest_log(path: str | Path, db: str = "ragreplay.db", fmt: str | None = None) -> IngestSummary:
-    """Ingest a conversation log into the store at ``db``."""
+    """Ingest a conversation log into the store at ``db``; a notebook shows the summary as a table."""
     store = Store.open(db)
     try:
-        return ingest_file(Path(path), store, fmt)
+        return IngestSummaryView.of(ingest_file(Path(path), store, fmt))
     finally:
         store.close()
 
@@ -77,13 +81,28 @@ def run(target: str | Path, judge: str, db: str = "ragreplay.db", **kwargs: obje
     return asyncio.run(run_async(target, judge, db, **kwargs))  # type: ignore[arg-type]
 
 
-def summary(run_id: str, db: str = "ragreplay.db") -> RunSummary:
-    """The summary of a run (verdict counts, rates with intervals, per-tag rows, cases)."""
+def summary(run_id: str, db: str = "ragreplay.db") -> RunSummaryView:
+    """The summary of a run (verdict counts, rates with intervals, per-tag rows, cases); a notebook shows its
+    counts, verdict matrix and rates as tables."""
     store = Store.open(db)
     try:
-        return summarize_run(store, run_id)
+        return RunSummaryView.of(summarize_run(store, run_id))
     finally:
         store.close()
+
+
+def run_dataframe(run_id: str, db: str = "ragreplay.db") -> Any:
+    """A run's cases and results as a :class:`pandas.DataFrame`, one row a case, the columns of
+    ``ragreplay export`` (needs ``pip install 'ragreplay[pandas]'``)."""
+    with Store.open(db) as store:
+        return to_dataframe(RESULT_TABLE, result_rows(store, find_run(store, run_id)))
+
+
+def comparison_dataframe(comparison_id: str, db: str = "ragreplay.db") -> Any:
+    """A stored comparison's rows as a :class:`pandas.DataFrame`, one row per case and challenger (needs
+    ``pip install 'ragreplay[pandas]'``)."""
+    with Store.open(db) as store:
+        return to_dataframe(COMPARISON_TABLE, comparison_rows(store, find_comparison(store, comparison_id)))
 
 
 def render_report(run_id: str, db: str = "ragreplay.db", fmt: str = "text") -> str:
@@ -104,11 +123,12 @@ def run_gate(
     fresh: bool = False,
 ) -> GateReport:
     """Gate ``challenger`` against ``champion`` (target YAMLs) on the regression set ``set_ref``; the report's
-    ``verdict.decision`` is pass, fail, inconclusive or error and ``verdict.exit_code`` the CLI's code."""
+    ``verdict.decision`` is pass, fail, inconclusive or error and ``verdict.exit_code`` the CLI's code; a notebook
+    shows the decision and its bars."""
     base = settings or Settings()
     store = Store.open(db)
     try:
-        return asyncio.run(
+        report = asyncio.run(
             gate_target_files(
                 store=store,
                 settings=base.model_copy(update={"db": db}),
@@ -124,6 +144,7 @@ def run_gate(
         )
     finally:
         store.close()
+    return GateReportView.of(report)
 
 
 def retrieval_metrics(

@@ -45,6 +45,15 @@ COMMANDS = (
         "List ingested sources.",
     ),
     LazyCommand(
+        "export",
+        "ragreplay.cli.export_cmd:export",
+        (
+            "Export a run's cases and results, one row a case: the case (question, old answer, feedback, tags), "
+            "the replay (question replayed, new answer, chunks, latency, tokens, cost) and the judgment and "
+            "verdict."
+        ),
+    ),
+    LazyCommand(
         "demo",
         "ragreplay.cli.demo_cmd:demo",
         (

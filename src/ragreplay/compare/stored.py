@@ -4,14 +4,16 @@ rows, and its summary rebuilt from those rows (so a report never needs a target 
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow
 from ragreplay.core.comparisons import ComparisonRecord, ComparisonRowRecord
+from ragreplay.core.flat_tables import TableShape
 from ragreplay.core.ids import content_hash
 from ragreplay.core.runs import RunStatus
 from ragreplay.errors import RagreplayError
@@ -160,9 +162,38 @@ def summary_from_store(store: ComparisonStore, record: ComparisonRecord) -> Comp
     )
 
 
-def show_comparison(store: ComparisonStore, ref: str) -> ComparisonSummary:
-    """The report of the stored comparison ``ref`` (an id or a unique prefix of one)."""
+def find_comparison(store: ComparisonStore, ref: str) -> ComparisonRecord:
+    """The stored comparison ``ref`` names (an id or a unique prefix of one), or an error with the fix."""
     record = store.comparisons.get_comparison(ref)
     if record is None:
         raise RagreplayError(f"no comparison matches {ref!r}. Fix: pick an id from `ragreplay comparisons`.")
-    return summary_from_store(store, record)
+    return record
+
+
+def show_comparison(store: ComparisonStore, ref: str) -> ComparisonSummary:
+    """The report of the stored comparison ``ref`` (an id or a unique prefix of one)."""
+    return summary_from_store(store, find_comparison(store, ref))
+
+
+def comparison_rows(store: ComparisonStore, record: ComparisonRecord) -> Iterator[dict[str, Any]]:
+    """The comparison's stored rows flat, one per (case, challenger), columns :data:`COMPARISON_TABLE`: the
+    row's fields with its tags as JSON text."""
+    for stored in store.comparisons.load_comparison_rows(record.id):
+        row = CompareRow.model_validate(stored.payload["row"]).model_dump(mode="json")
+        row["tags"] = json.dumps(row["tags"], ensure_ascii=False, sort_keys=True)
+        yield {"comparison_id": record.id, **row}
+
+
+COMPARISON_TABLE = TableShape(
+    columns=("comparison_id", *CompareRow.model_fields),
+    kinds={
+        "consistent": "bool",
+        "champion_latency_ms": "float",
+        "challenger_latency_ms": "float",
+        "champion_cost_usd": "float",
+        "challenger_cost_usd": "float",
+        "champion_wrong_language": "bool",
+        "challenger_wrong_language": "bool",
+    },
+)
+"""The columns of :func:`comparison_rows`, in order, and their kinds."""
