@@ -11,7 +11,16 @@ from ragreplay.core.eval_tracing import CostFigures, TracingSummary
 Table = tuple[str, Sequence[str], list[list[str]]]
 
 STAGE_HEAD = ("stage", "rows", "mean", "p50", "p95", "p99", "max")
-COST_HEAD = ("side", "rows", "tokens in", "tokens out", "per case in", "per case out", "cost", "cost per case")
+COST_HEAD = (
+    "side",
+    "rows",
+    "tokens in",
+    "tokens out",
+    "per case in",
+    "per case out",
+    "cost",
+    "cost per case",
+)
 STAGE_LABELS = {
     "retrieval": "retrieval (target)",
     "generation": "generation (target)",
