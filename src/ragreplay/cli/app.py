@@ -230,7 +230,10 @@ app = typer.Typer(
     help="Tell whether a new RAG configuration beats production, using the feedback you already have.",
     cls=RootGroup,
     no_args_is_help=True,
-    **TYPER_SETTINGS,
+    **{
+        **TYPER_SETTINGS,
+        "add_completion": True,
+    },  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
 )
 app.callback(epilog=root_options.EXIT_CODES)(root_options.root)
 
