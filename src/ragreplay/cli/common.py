@@ -257,7 +257,7 @@ class LineProgress(Progress):
         if not task.finished:
             parts.append(f"ETA {_duration(task.time_remaining)}")
         if "cost" in task.fields:
-            parts.append(f"${task.fields['cost']:.4f} so far")
+            parts.append(f"${task.fields['cost']:.4f}{task.fields.get('unpriced', '')} so far")
         for name in ("errors", "unscorable"):
             if task.fields.get(name):
                 parts.append(f"{task.fields[name]} {name}")

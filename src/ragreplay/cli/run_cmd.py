@@ -33,6 +33,7 @@ from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.jobs import runner
 from ragreplay.ports import Target
+from ragreplay.providers.pricing import lookup_price, price_table
 from ragreplay.replay.replay_run import case_selection, replay, summarize_run
 from ragreplay.report.terminal import build_renderable
 from ragreplay.settings import Settings
@@ -53,7 +54,7 @@ def progress_bar() -> Progress:
         TextColumn("{task.fields[rate]}/s"),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        TextColumn("${task.fields[cost]:.4f}"),
+        TextColumn("${task.fields[cost]:.4f}{task.fields[unpriced]}"),
         TextColumn("[red]{task.fields[errors]} err[/red] [magenta]{task.fields[unscorable]} unsc.[/magenta]"),
         transient=False,
     )
@@ -84,6 +85,15 @@ def progress_updater(
     return on_progress
 
 
+def unpriced_note(settings: Settings) -> str:
+    """`` + price unknown (spec, ...)`` for the run's model specs that have no price (their calls are not in
+    the cost shown), else an empty string."""
+    table = price_table(settings.prices)
+    specs = dict.fromkeys(spec for spec in (settings.judge, settings.rewriter_spec) if spec and ":" in spec)
+    unknown = [spec for spec in specs if lookup_price(spec, table) is None]
+    return f" + price unknown ({', '.join(unknown)})" if unknown else ""
+
+
 async def run_replay(
     store: Store,
     settings: Settings,
@@ -94,7 +104,15 @@ async def run_replay(
 ) -> RunRecord:
     """Plan (or resume) a run and execute it with a live progress bar (shown once the run is planned)."""
     bar = progress_bar()
-    task = bar.add_task("replay", total=len(cases), rate="–", cost=0.0, errors=0, unscorable=0)
+    task = bar.add_task(
+        "replay",
+        total=len(cases),
+        rate="–",
+        cost=0.0,
+        unpriced=unpriced_note(settings),
+        errors=0,
+        unscorable=0,
+    )
 
     def on_plan(run: RunRecord, resumed: bool) -> None:
         if run.status == RunStatus.DONE:
