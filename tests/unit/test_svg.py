@@ -156,3 +156,21 @@ def test_box_plot_marks_the_median_and_caps_the_strip() -> None:
     assert len(list(boxes["challenger"].iter(f"{NS}circle"))) == 400
     assert "n=1000" in "".join(boxes["challenger"].itertext())
     assert "1000 ms" in _texts(root)  # the axis reaches the largest value, with its unit
+
+
+def test_an_interval_with_a_threshold_draws_a_dashed_tick_there_even_without_a_value() -> None:
+    items = [Interval("bar", 0.6, 0.4, 0.8, "6/10", threshold=0.55), Interval("none", None, 0, 1, "0/0", 0.3)]
+    root = parse(interval_plot(items, "bars", width=460, label_width=170))
+    ticks = _all(root, "line", "threshold")
+    assert [float(t.get("data-threshold") or -1) for t in ticks] == [0.55, 0.3]
+    scale_x = 170 + 0.55 * (460 - 16 - 170)
+    assert float(ticks[0].get("x1") or 0) == pytest.approx(scale_x, abs=0.01)
+    assert "threshold 55%" in "".join(ticks[0].itertext())
+    assert not _all(parse(interval_plot([Interval("x", 0.5, 0.4, 0.6)], "plain")), "line", "threshold")
+
+
+def test_bar_hover_texts_replace_the_default_and_must_match_the_bars() -> None:
+    root = parse(bar_chart([("0.1", 2.0), ("0.2", 4.0)], "bins", hovers=["0.10-0.20: 2 rows", "x"]))
+    assert "".join(_all(root, "rect", "bar")[0].itertext()) == "0.10-0.20: 2 rows"
+    with pytest.raises(ValueError, match="1 hover texts for 2 bars"):
+        bar_chart([("a", 1.0), ("b", 2.0)], "bins", hovers=["a"])

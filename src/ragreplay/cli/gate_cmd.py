@@ -32,7 +32,8 @@ from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.jobs.runner import Progress
 from ragreplay.judges.build import default_fit_judge
 from ragreplay.providers.pricing import price_table
-from ragreplay.report.gate import GATE_FORMATS, render_gate, render_gate_markdown
+from ragreplay.report.gate import render_gate, render_gate_markdown
+from ragreplay.report.gate_html import GATE_REPORT_FORMATS, render_gate_report
 from ragreplay.review.calibration import calibration_report
 from ragreplay.review.failure_tags import question_failure_tags
 from ragreplay.settings import Settings
@@ -158,7 +159,7 @@ def _emit(
     failure_tags: FailureTags | None = None,
     metrics: ReferenceMetrics | None = None,
 ) -> None:
-    text = render_gate(report, fmt, failure_tags, metrics)
+    text = render_gate_report(report, fmt, failure_tags, metrics)
     if output is not None:
         output.write_text(text, encoding="utf-8")
         err_console.print(f"report written to {output}", highlight=False)
@@ -211,7 +212,7 @@ def gate(
             "--accept-local-judge", help="Let the local pairwise judge decide (it is weak on unseen data)"
         ),
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit | html")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report here instead of stdout")] = None,
     junit: Annotated[
         Path | None, typer.Option(help="Also write JUnit XML here (a test case per bar)")
@@ -248,8 +249,8 @@ def gate(
     and decide the three bars: no regression on wins, preference above 55% on contested, at least 20 of 60
     open wounds fixed. Exit 0 pass, 1 fail, 2 inconclusive, 3 could not run. Resumable like every run."""
     try:
-        if fmt not in GATE_FORMATS:
-            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
+        if fmt not in GATE_REPORT_FORMATS:
+            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_REPORT_FORMATS)}")
         gate_policy = load_policy(policy, rule)
         check_metrics(metrics)
         until = None
@@ -288,7 +289,7 @@ def gate(
 
 def gate_report(
     gate_id: Annotated[str, typer.Argument(help="Gate id or a unique prefix of it")],
-    fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit | html")] = "text",
     db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
     metrics: Annotated[
@@ -300,8 +301,8 @@ def gate_report(
 ) -> None:
     """Show a stored gate again from its saved items (no call is made); exits with the gate's code."""
     try:
-        if fmt not in GATE_FORMATS:
-            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_FORMATS)}")
+        if fmt not in GATE_REPORT_FORMATS:
+            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_REPORT_FORMATS)}")
         settings = settings_from(config, db=db)
         with open_store(settings.db) as store:
             report = stored_report(store, gate_id)
@@ -309,7 +310,7 @@ def gate_report(
             reference_metrics = gate_reference_metrics(store, report, metrics)
     except RagreplayError as exc:  # 3, like the gate: a 2 would read as inconclusive
         raise _could_not_run(exc) from None
-    sys.stdout.write(render_gate(report, fmt, failure_tags, reference_metrics))
+    sys.stdout.write(render_gate_report(report, fmt, failure_tags, reference_metrics))
     raise typer.Exit(report.verdict.exit_code)
 
 

@@ -18,17 +18,19 @@ GATE_FORMATS = ("text", "md", "json", "junit")
 COMMENT_MARKER = "<!-- ragreplay-gate -->"
 """The first line of the pull-request comment, so a CI job can find and update its own comment."""
 
-_HEADLINE = {
+HEADLINES = {
     "pass": "PASS: the challenger may replace the champion",
     "fail": "FAIL: the challenger may not replace the champion",
     "inconclusive": "INCONCLUSIVE: the set cannot decide",
     "error": "COULD NOT RUN",
 }
-_LISTED = {
+"""The decision's line, first in every report."""
+LISTED_TITLES = {
     "wins": "wins lost",
     "contested": "contested pairs the champion won",
     "wounds": "wounds still open",
 }
+"""What each bar lists (``Bar.listed``), as the reports title the list."""
 
 
 def _pct(value: float | None) -> str:
@@ -47,6 +49,18 @@ def _bar_line(bar: Bar) -> str:
     return f"{bar.decision.upper():<12} {bar.name:<10} {figure}{extra} [{bar.rule} rule]"
 
 
+BAR_COLUMNS = ("bar", "decision", "value", "n", "95% interval", "threshold", "rule")
+"""The columns of the bars' table (Markdown and HTML)."""
+
+
+def bar_cells(bar: Bar) -> tuple[str, str, str, str, str, str, str]:
+    """A bar's row of the bars' table, in the order of :data:`BAR_COLUMNS`."""
+    value = f"{bar.k} lost" if bar.name == "wins" else _pct(bar.value)
+    threshold = f"<= {bar.threshold:g} lost" if bar.name == "wins" else f"{bar.threshold:.1%}"
+    interval = f"{bar.low:.1%}-{bar.high:.1%}"
+    return bar.name, bar.decision, value, str(bar.n), interval, threshold, bar.rule
+
+
 def sequential_line(report: GateReport) -> str | None:
     """How an ``--until-decided`` gate looked: the per-look confidence and the questions drawn."""
     stored = (report.gate.verdict or {}).get("sequential")
@@ -60,7 +74,8 @@ def sequential_line(report: GateReport) -> str | None:
     )
 
 
-def _question(report: GateReport, key: str) -> str:
+def item_question(report: GateReport, key: str) -> str:
+    """The question of the gate's item ``key``, cut to 100 characters."""
     text = str(report.payloads.get(key, {}).get("outcome", {}).get("question", ""))
     return text if len(text) <= 100 else text[:99] + "…"
 
@@ -86,7 +101,7 @@ def render_gate_text(
     v = report.verdict
     config = report.gate.config
     lines = [
-        _HEADLINE[v.decision],
+        HEADLINES[v.decision],
         f"gate {report.gate.id} on regression set v{report.regset.version} ({report.regset.id}), "
         f"{v.n_items} items, {v.n_errors} errored",
         f"champion {config['champion']['name']} vs challenger {config['challenger']['name']}; judge "
@@ -101,8 +116,8 @@ def render_gate_text(
         lines += ["", *(f"- {r}" for r in v.reasons)]
     for bar in v.bars:
         if bar.listed:
-            lines += ["", f"{_LISTED[bar.name]} ({len(bar.listed)}):"]
-            lines += [f"  {key}  {_question(report, key)}" for key in bar.listed[:20]]
+            lines += ["", f"{LISTED_TITLES[bar.name]} ({len(bar.listed)}):"]
+            lines += [f"  {key}  {item_question(report, key)}" for key in bar.listed[:20]]
             if len(bar.listed) > 20:
                 lines.append(f"  ... and {len(bar.listed) - 20} more (--format json lists all)")
     if failure_tags is not None:
@@ -122,7 +137,7 @@ def render_gate_markdown(
     config = report.gate.config
     out = [
         COMMENT_MARKER,
-        f"## ragreplay gate: {_HEADLINE[v.decision]}",
+        f"## ragreplay gate: {HEADLINES[v.decision]}",
         "",
         f"Regression set v{report.regset.version} (`{report.regset.id}`), {v.n_items} items "
         f"({v.n_errors} errored); champion {md_text(config['champion']['name'])} vs challenger "
@@ -130,24 +145,20 @@ def render_gate_markdown(
         f"orders. Gate `{report.gate.id}`, cost ${report.cost_usd:.4f}.",
         *(f"\n> {md_text(note)}" for note in gate_judge_notes(report)),
         "",
-        "| bar | decision | value | n | 95% interval | threshold | rule |",
-        "|---|---|---|---|---|---|---|",
+        f"| {' | '.join(BAR_COLUMNS)} |",
+        "|---" * len(BAR_COLUMNS) + "|",
     ]
     for bar in v.bars:
-        value = f"{bar.k} lost" if bar.name == "wins" else _pct(bar.value)
-        threshold = f"<= {bar.threshold:g} lost" if bar.name == "wins" else f"{bar.threshold:.1%}"
-        interval = f"{bar.low:.1%}-{bar.high:.1%}"
-        out.append(
-            f"| {bar.name} | **{bar.decision}** | {value} | {bar.n} | {interval} | {threshold} | {bar.rule} |"
-        )
+        name, decision, value, n, interval, threshold, rule = bar_cells(bar)
+        out.append(f"| {name} | **{decision}** | {value} | {n} | {interval} | {threshold} | {rule} |")
     if (line := sequential_line(report)) is not None:
         out += ["", md_text(line)]
     if v.reasons:
         out += ["", *(f"- {md_text(r)}" for r in v.reasons)]
     for bar in v.bars:
         if bar.listed:
-            out += ["", f"<details><summary>{_LISTED[bar.name]} ({len(bar.listed)})</summary>", ""]
-            out += [f"- `{key}` {md_text(_question(report, key))}" for key in bar.listed[:50]]
+            out += ["", f"<details><summary>{LISTED_TITLES[bar.name]} ({len(bar.listed)})</summary>", ""]
+            out += [f"- `{key}` {md_text(item_question(report, key))}" for key in bar.listed[:50]]
             out += ["", "</details>"]
     if failure_tags is not None:
         out += [
@@ -208,7 +219,7 @@ def render_gate_junit(report: GateReport) -> str:
             ET.SubElement(case, "error", message="; ".join(v.reasons))
         elif bar.decision == "fail":
             failure = ET.SubElement(case, "failure", message=message)
-            failure.text = "\n".join(f"{k}  {_question(report, k)}" for k in bar.listed)
+            failure.text = "\n".join(f"{k}  {item_question(report, k)}" for k in bar.listed)
         elif bar.decision == "inconclusive":
             ET.SubElement(case, "skipped", message=message)
         else:

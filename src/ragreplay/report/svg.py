@@ -183,11 +183,15 @@ def bar_chart(
     height: float = 180,
     fmt: Formatter = number,
     color: str = PALETTE[0],
+    hovers: Sequence[str] | None = None,
 ) -> Markup:
     """Vertical bars, one per (category, value), on a value axis from zero (or the lowest negative value) to
-    a round tick above the highest; each bar's height is proportional to its value."""
+    a round tick above the highest; each bar's height is proportional to its value. ``hovers``: each bar's
+    hover text (default ``category: value``), e.g. a histogram bin's whole range under a short category."""
     if not bars:
         return empty_chart("bar-chart", label, width)
+    if hovers is not None and len(hovers) != len(bars):
+        raise ValueError(f"bar_chart: {len(hovers)} hover texts for {len(bars)} bars")
     values = [v for _, v in bars]
     ticks = nice_ticks(min(0.0, *values), max(0.0, *values))
     left, right, top, bottom = 48.0, 8.0, 10.0, 30.0
@@ -201,7 +205,7 @@ def bar_chart(
         body.append(
             f'<rect class="bar" x="{coord(x)}" y="{coord(min(y, zero))}" width="{coord(slot * 0.7)}" '
             f'height="{coord(abs(zero - y))}" fill="{color}" data-category="{escape(name)}" data-value="{value!r}">'
-            f"{title(f'{name}: {fmt(value)}')}</rect>"
+            f"{title(hovers[i] if hovers is not None else f'{name}: {fmt(value)}')}</rect>"
         )
         body.append(
             text(x + slot * 0.35, height - bottom + 14, short(name, max(4, int(slot / 6.5))), "middle")

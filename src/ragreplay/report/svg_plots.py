@@ -39,13 +39,15 @@ MAX_STRIP_POINTS = 400
 @dataclass(frozen=True)
 class Interval:
     """A figure with its interval, as an interval plot draws it: ``value`` (``None``: undefined, nothing
-    drawn), ``low`` and ``high``, and a ``note`` (e.g. ``12/40``) for the hover text."""
+    drawn), ``low`` and ``high``, a ``note`` (e.g. ``12/40``) for the hover text, and a ``threshold`` (a bar the
+    figure must clear, drawn as a dashed tick on its row; ``None``: none)."""
 
     label: str
     value: float | None
     low: float
     high: float
     note: str = ""
+    threshold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -56,17 +58,31 @@ class Series:
     points: Sequence[Interval | None]
 
 
+def _threshold_mark(item: Interval, scale: Scale, y: float, fmt: Formatter) -> str:
+    """A dashed tick across the row at the item's threshold, with its own hover title (empty without one)."""
+    if item.threshold is None:
+        return ""
+    x = coord(scale(item.threshold))
+    return (
+        f'<line class="threshold" x1="{x}" x2="{x}" y1="{coord(y - 9)}" y2="{coord(y + 9)}" stroke="#b3261e" '
+        f'stroke-width="2" stroke-dasharray="3 2" data-threshold="{item.threshold!r}">'
+        f"{title(f'{item.label}: threshold {fmt(item.threshold)}')}</line>"
+    )
+
+
 def _interval_marks(item: Interval, scale: Scale, y: float, color: str, fmt: Formatter) -> str:
-    """The whisker from low to high and the dot at the value, one hover title for both."""
+    """The whisker from low to high and the dot at the value, one hover title for both (and the threshold's
+    tick, when the item has one)."""
+    threshold = _threshold_mark(item, scale, y, fmt)
     if item.value is None:
-        return text(scale.start + 4, y + 4, f"– {item.note}".strip(), css="empty-note")
+        return threshold + text(scale.start + 4, y + 4, f"– {item.note}".strip(), css="empty-note")
     hover = title(f"{item.label}: {fmt(item.value)} [{fmt(item.low)}–{fmt(item.high)}] {item.note}".strip())
     return (
         f'<g class="interval" data-label="{escape(item.label)}" data-value="{item.value!r}" '
         f'data-low="{item.low!r}" data-high="{item.high!r}">{hover}'
         f'<line x1="{coord(scale(item.low))}" x2="{coord(scale(item.high))}" y1="{coord(y)}" y2="{coord(y)}" '
         f'stroke="{color}" stroke-width="3" stroke-linecap="round" stroke-opacity="0.45"/>'
-        f'<circle cx="{coord(scale(item.value))}" cy="{coord(y)}" r="4.5" fill="{color}"/></g>'
+        f'<circle cx="{coord(scale(item.value))}" cy="{coord(y)}" r="4.5" fill="{color}"/></g>{threshold}'
     )
 
 
