@@ -4,9 +4,11 @@ user text (a question, a tag, an answer, an error) escaped, and the row list cap
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any
+from xml.etree import ElementTree as ET
 
 import pytest
 
@@ -15,9 +17,8 @@ from ragreplay.core.runs import RunStatus
 from ragreplay.evaluation.run import EvalReport
 from ragreplay.report.eval import render_json
 from ragreplay.report.eval_html import (
-    CHART_HEIGHT,
     EVAL_REPORT_FORMATS,
-    histogram_bars,
+    histogram_chart,
     render_eval_html,
     render_eval_report,
 )
@@ -87,8 +88,8 @@ class _MetricTables(HTMLParser):
             self._metric = self.tables[-1].setdefault(str(a["data-metric"]), {"counts": []})
         elif tag == "td" and self._metric is not None and a.get("data-field"):
             self._field = a["data-field"]
-        elif tag == "rect" and self._metric is not None:
-            self._metric["counts"].append(int(a["data-count"] or 0))
+        elif tag == "rect" and self._metric is not None and a.get("class") == "bar":
+            self._metric["counts"].append(int(float(a["data-value"] or 0)))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "td":
@@ -151,7 +152,7 @@ def test_sections_rubric_reasons_errors_and_rows() -> None:
     assert "rubric, on the judge&#39;s 1-5 scale" in page
     assert '<td>completeness</td><td class="num">2</td>' in page  # its weight
     assert page.count('<details class="row"') == 10
-    assert "<script" not in page and "http://" not in page and "https://" not in page
+    assert "<script" not in page and not re.search(r'(src|href)="https?://', page)  # nothing loaded
 
 
 def test_the_row_list_is_capped_but_the_figures_cover_every_row() -> None:
@@ -166,11 +167,17 @@ def test_the_row_list_is_capped_but_the_figures_cover_every_row() -> None:
 
 def test_bars_scale_to_the_fullest_bin_and_keep_empty_bins_visible() -> None:
     metric = MetricSummary(name="m", n=6, undetermined=0, histogram=(0, 2, 0, 0, 0, 0, 0, 0, 0, 4))
-    bars = histogram_bars(metric)
-    assert [b.count for b in bars] == list(metric.histogram)
-    assert bars[9].height == CHART_HEIGHT and bars[1].height == CHART_HEIGHT / 2 and bars[0].height == 1
-    assert bars[1].low == pytest.approx(0.1) and bars[1].high == pytest.approx(0.2)
-    assert histogram_bars(MetricSummary(name="m", n=0, undetermined=3)) == []
+    chart = histogram_chart(metric)
+    assert chart is not None
+    svg = ET.fromstring(str(chart))
+    bars = [e for e in svg.iter("{http://www.w3.org/2000/svg}rect") if e.get("class") == "bar"]
+    assert [int(float(b.get("data-value") or -1)) for b in bars] == list(metric.histogram)
+    heights = [float(b.get("height") or -1) for b in bars]
+    assert heights[9] == pytest.approx(2 * heights[1]) and heights[1] > 0 and heights[0] == 0
+    labels = ["".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert {"0", "0.1", "0.9"} <= set(labels)  # every bin named on the axis, an empty one too
+    assert "".join(bars[1].itertext()) == "0.10-0.20: 2 row(s)"  # the bin's range in its hover text
+    assert histogram_chart(MetricSummary(name="m", n=0, undetermined=3)) is None
 
 
 def test_html_is_one_of_the_formats_and_an_unknown_one_is_refused() -> None:

@@ -1,18 +1,20 @@
 """An eval run's report as one self-contained HTML page: no script, no file or font from elsewhere, every text
 escaped by Jinja2's autoescape. Per metric the same figures as the text and JSON reports (n, undetermined, mean,
-p50, p90) with the ten-bin distribution drawn as an inline SVG bar chart on the server; the same per tag; the
+p50, p90) with the ten-bin distribution drawn by the reports' shared SVG bar chart on the server; the same per tag; the
 rubric and repeat tables, the undetermined reasons, the errored rows, and every row (question, answer, metrics)
 in a collapsible list."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from markupsafe import Markup
 
 from ragreplay.core.eval import MetricSummary
 from ragreplay.evaluation.run import EvalReport
 from ragreplay.report.eval import EVAL_FORMATS, eval_header, extra_tables, render_eval, undetermined_reasons
 from ragreplay.report.html import html_environment
+from ragreplay.report.svg import bar_chart
 
 EVAL_REPORT_FORMATS = (*EVAL_FORMATS, "html")
 """Every format of ``ragreplay eval`` and ``ragreplay eval-report``."""
@@ -20,49 +22,28 @@ EVAL_REPORT_FORMATS = (*EVAL_FORMATS, "html")
 ROWS_SHOWN = 2000
 """At most this many rows are listed one by one (the figures cover every row; ``--format json`` lists all)."""
 
-CHART_WIDTH = 200
-CHART_HEIGHT = 40
-"""The distribution chart's size in CSS pixels: one bar per bin, the fullest bin as tall as the chart."""
+CHART_WIDTH = 300
+CHART_HEIGHT = 110
+"""The distribution chart's size in CSS pixels: one bar per bin on a count axis from zero."""
 
 
-@dataclass(frozen=True)
-class HistogramBar:
-    """One bin of a metric's distribution as an SVG rectangle, with the bin's range and row count."""
-
-    x: float
-    y: float
-    width: float
-    height: float
-    count: int
-    low: float
-    high: float
-
-
-def histogram_bars(
-    metric: MetricSummary, width: float = CHART_WIDTH, height: float = CHART_HEIGHT
-) -> list[HistogramBar]:
-    """The bars of ``metric``'s histogram, scaled to the fullest bin (none when no row determined it). An
-    empty bin keeps a 1-pixel baseline so the chart still shows its ten bins."""
+def histogram_chart(metric: MetricSummary) -> Markup | None:
+    """``metric``'s ten-bin distribution as the shared bar chart (:func:`ragreplay.report.svg.bar_chart`): one
+    bar per bin, named by its lower edge, its hover text the bin's range and row count; ``None`` when no row
+    determined the metric."""
     counts = metric.histogram
     if not counts or max(counts) == 0:
-        return []
-    top, slot = max(counts), width / len(counts)
+        return None
     step = (metric.high - metric.low) / len(counts)
-    bars = []
-    for i, count in enumerate(counts):
-        tall = max(1.0, height * count / top)
-        bars.append(
-            HistogramBar(
-                x=round(i * slot + 1, 2),
-                y=round(height - tall, 2),
-                width=round(slot - 2, 2),
-                height=round(tall, 2),
-                count=count,
-                low=metric.low + i * step,
-                high=metric.low + (i + 1) * step,
-            )
-        )
-    return bars
+    edges = [(metric.low + i * step, metric.low + (i + 1) * step) for i in range(len(counts))]
+    return bar_chart(
+        [(f"{low:.3g}", float(count)) for (low, _), count in zip(edges, counts, strict=True)],
+        f"distribution of {metric.name}: {', '.join(map(str, counts))} rows per bin",
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        fmt=lambda v: f"{v:g}",
+        hovers=[f"{low:.2f}-{high:.2f}: {c} row(s)" for (low, high), c in zip(edges, counts, strict=True)],
+    )
 
 
 def figure(value: float | None) -> str:
@@ -70,8 +51,8 @@ def figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _metric_rows(metrics: Sequence[MetricSummary]) -> list[tuple[MetricSummary, list[HistogramBar]]]:
-    return [(m, histogram_bars(m)) for m in metrics]
+def _metric_rows(metrics: Sequence[MetricSummary]) -> list[tuple[MetricSummary, Markup | None]]:
+    return [(m, histogram_chart(m)) for m in metrics]
 
 
 def render_eval_html(report: EvalReport, rows_shown: int = ROWS_SHOWN) -> str:
@@ -90,8 +71,6 @@ def render_eval_html(report: EvalReport, rows_shown: int = ROWS_SHOWN) -> str:
         reasons=undetermined_reasons(report),
         errored=[row for row in report.rows if row.error],
         rows=list(report.rows[:rows_shown]),
-        chart_width=CHART_WIDTH,
-        chart_height=CHART_HEIGHT,
     )
 
 
