@@ -146,6 +146,20 @@ def count_progress() -> Progress:
     )
 
 
+def unpriced_note(specs: Sequence[str | None], prices: Any = None, unpriced_calls: int = 0) -> str:
+    """`` + price unknown (spec, ..., N calls)`` for a progress's cost: the model ``specs`` with no price (in
+    the config's ``prices`` or the built-in table) and the ``unpriced_calls`` counted so far, whose dollars are
+    not in the cost shown; an empty string when every call is priced (see ``core/costs``)."""
+    from ragreplay.providers.pricing import lookup_price, price_table
+
+    table = price_table(prices)
+    named = dict.fromkeys(spec for spec in specs if spec and ":" in spec)
+    unknown = [spec for spec in named if lookup_price(spec, table) is None]
+    if unpriced_calls:
+        unknown.append(f"{unpriced_calls} call{'' if unpriced_calls == 1 else 's'}")
+    return f" + price unknown ({', '.join(unknown)})" if unknown else ""
+
+
 PIPE_PROGRESS_EVERY_S = 5.0
 """Seconds between two progress lines when stderr is not a terminal (``RAGREPLAY_PROGRESS_EVERY_S``)."""
 

@@ -10,15 +10,25 @@ from pathlib import Path
 from typing import Annotated, cast
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from ragreplay.cli.common import (
+    RateColumn,
     add_fitted_columns,
     compact_table,
     console,
-    count_progress,
     info,
     open_store,
+    progress_display,
     settings_from,
+    unpriced_note,
 )
 from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, comparison_json, write_json
 from ragreplay.compare.case_comparison import CaseComparison
@@ -41,6 +51,21 @@ from ragreplay.store import Store
 ORDERS = ("both", "random")
 
 
+def compare_progress() -> Progress:
+    """The comparison's progress: count, rate, ETA, elapsed, and the answers' cost so far with a ``+ price
+    unknown (...)`` note for the judges without a price and the answer calls not priced (as ``run``'s)."""
+    return progress_display(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        TextColumn("${task.fields[cost]:.4f}{task.fields[unpriced]}"),
+    )
+
+
 async def _run(
     store: Store,
     settings: Settings,
@@ -56,9 +81,16 @@ async def _run(
 ) -> ComparisonSummary:
     champion_target, challenger_targets = load_targets(champion, challengers)
     questions = questions_for(store, cases)
-    bar = count_progress()
-    task = bar.add_task(f"comparing {len(challengers)} challenger(s)", total=len(cases), cost=0.0, errors=0)
-    spent = [0.0, 0]  # the answers' cost so far (this attempt), cases with a failed side
+    bar = compare_progress()
+    judges = (judge, fit_judge)
+    task = bar.add_task(
+        f"comparing {len(challengers)} challenger(s)",
+        total=len(cases),
+        cost=0.0,
+        unpriced=unpriced_note(judges, settings.prices),
+        errors=0,
+    )
+    spent = [0.0, 0, 0]  # the answers' cost so far (this attempt), cases with a failed side, unpriced calls
 
     def on_plan(record: ComparisonRecord, n_done: int, reused: bool) -> None:
         if reused and n_done == len(cases):
@@ -72,8 +104,12 @@ async def _run(
     def on_case(done: CaseComparison) -> None:
         if done.rows:  # the champion answered once for every challenger's row
             spent[0] += done.rows[0].champion_cost_usd + sum(row.challenger_cost_usd for row in done.rows)
+            spent[2] += done.rows[0].champion_unpriced_calls + sum(
+                r.challenger_unpriced_calls for r in done.rows
+            )
         spent[1] += any(row.error for row in done.rows)
-        bar.update(task, advance=1, cost=spent[0], errors=spent[1])
+        note = unpriced_note(judges, settings.prices, int(spent[2]))
+        bar.update(task, advance=1, cost=spent[0], unpriced=note, errors=spent[1])
 
     async with StoreWriter(store) as writer:
         factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)

@@ -29,11 +29,13 @@ from ragreplay.cli.common import (
     progress_display,
     settings_from,
 )
+from ragreplay.cli.common import (
+    unpriced_note as common_unpriced_note,
+)
 from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.jobs import runner
 from ragreplay.ports import Target
-from ragreplay.providers.pricing import lookup_price, price_table
 from ragreplay.replay.replay_run import case_selection, replay, summarize_run
 from ragreplay.report.terminal import build_renderable
 from ragreplay.settings import Settings
@@ -88,10 +90,7 @@ def progress_updater(
 def unpriced_note(settings: Settings) -> str:
     """`` + price unknown (spec, ...)`` for the run's model specs that have no price (their calls are not in
     the cost shown), else an empty string."""
-    table = price_table(settings.prices)
-    specs = dict.fromkeys(spec for spec in (settings.judge, settings.rewriter_spec) if spec and ":" in spec)
-    unknown = [spec for spec in specs if lookup_price(spec, table) is None]
-    return f" + price unknown ({', '.join(unknown)})" if unknown else ""
+    return common_unpriced_note((settings.judge, settings.rewriter_spec), settings.prices)
 
 
 async def run_replay(

@@ -81,6 +81,8 @@ async def _judge_one(
         "challenger_latency_ms": challenger.latency_ms,
         "champion_cost_usd": champion.cost_usd,
         "challenger_cost_usd": challenger.cost_usd,
+        "champion_unpriced_calls": champion.unpriced_calls,
+        "challenger_unpriced_calls": challenger.unpriced_calls,
         "champion_wrong_language": is_wrong_language(champion.text, expected),
         "challenger_wrong_language": is_wrong_language(challenger.text, expected),
     }

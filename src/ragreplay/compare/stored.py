@@ -192,6 +192,8 @@ COMPARISON_TABLE = TableShape(
         "challenger_latency_ms": "float",
         "champion_cost_usd": "float",
         "challenger_cost_usd": "float",
+        "champion_unpriced_calls": "int",
+        "challenger_unpriced_calls": "int",
         "champion_wrong_language": "bool",
         "challenger_wrong_language": "bool",
     },

@@ -76,6 +76,8 @@ class ChatResponse(BaseModel):
     model: str
     usage: TokenUsage = TokenUsage()
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """1 when the model has no known price: ``cost_usd`` 0 is then not its cost (see ``core/costs``)."""
     latency_ms: float = 0.0
     cached: bool = False
     rate_limit: RateLimitInfo | None = Field(default=None, exclude=True)

@@ -266,6 +266,9 @@ class CompareRow(_Frozen):
     challenger_latency_ms: float | None = None
     champion_cost_usd: float = 0.0
     challenger_cost_usd: float = 0.0
+    champion_unpriced_calls: int = 0
+    """The champion's model calls for this answer whose price is unknown, not in its cost (``core/costs``)."""
+    challenger_unpriced_calls: int = 0
     champion_wrong_language: bool = False
     challenger_wrong_language: bool = False
     error: str | None = None
@@ -307,11 +310,19 @@ class LatencyFigures(_Frozen):
 
 
 class CostFigures(_Frozen):
-    """Total cost of each side's answers (USD) and challenger minus champion."""
+    """Total cost of each side's answers (USD) and challenger minus champion; each side's ``*_unpriced_calls``
+    were not priced and are not in its dollars (``core/costs``), so the delta is known only when both are 0."""
 
     champion_usd: float
     challenger_usd: float
     delta_usd: float
+    champion_unpriced_calls: int = 0
+    challenger_unpriced_calls: int = 0
+
+    @property
+    def delta_known(self) -> bool:
+        """Whether every call of both sides was priced, so ``delta_usd`` is the real difference."""
+        return self.champion_unpriced_calls == 0 and self.challenger_unpriced_calls == 0
 
 
 class TagBreakdown(_Frozen):
@@ -383,7 +394,13 @@ def cost_figures(rows: Sequence[CompareRow]) -> CostFigures:
     """Total cost per side and the delta."""
     champ = sum(r.champion_cost_usd for r in rows)
     chall = sum(r.challenger_cost_usd for r in rows)
-    return CostFigures(champion_usd=champ, challenger_usd=chall, delta_usd=chall - champ)
+    return CostFigures(
+        champion_usd=champ,
+        challenger_usd=chall,
+        delta_usd=chall - champ,
+        champion_unpriced_calls=sum(r.champion_unpriced_calls for r in rows),
+        challenger_unpriced_calls=sum(r.challenger_unpriced_calls for r in rows),
+    )
 
 
 def agreement_rate(rows: Sequence[CompareRow]) -> RateValue:

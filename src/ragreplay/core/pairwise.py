@@ -69,6 +69,8 @@ class PairwiseJudgment(_Frozen):
     raw: str = ""
     tokens: TokenUsage = TokenUsage()
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown: their dollars are not in ``cost_usd`` (see ``core/costs``)."""
 
 
 def swap_winner(winner: Winner | None) -> Winner | None:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from ragreplay.core.costs import total_cost
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord
 from ragreplay.core.stats import rate
@@ -119,6 +120,8 @@ class RunSummary(BaseModel):
     warnings: list[str]
     cases: list[CaseRow]
     all_cases: bool = True
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown, not in ``cost_usd`` (see ``core/costs``)."""
     """Whether ``cases`` lists every case; ``False``: only the first few of each kind a terminal shows."""
     failure_tags: FailureTags | None = None
     """The failure tags reviewers gave this run's cases; ``None`` when not looked up."""
@@ -200,6 +203,7 @@ class SummaryBuilder:
         self.by_tag: dict[tuple[str, str], _TagCounts] = {}
         self.latencies = array("d")
         self.cost = 0.0
+        self.unpriced_calls = 0
         self.tokens_in = self.tokens_out = 0
         self.n_cases = self.n_done = self.n_pending = self.n_errors = self.n_unscorable = self.n_rewritten = 0
 
@@ -217,7 +221,9 @@ class SummaryBuilder:
             self.verdicts[result.verdict] += 1
         if answer and answer.latency_ms is not None:
             self.latencies.append(answer.latency_ms)
-        self.cost += sum(part.cost_usd for part in (answer, judgment, rewrite) if part is not None)
+        cost, unpriced = total_cost((answer, judgment, rewrite))
+        self.cost += cost
+        self.unpriced_calls += unpriced
         self.tokens_in += (answer.tokens.input if answer else 0) + (judgment.tokens.input if judgment else 0)
         self.tokens_out += (answer.tokens.output if answer else 0) + (
             judgment.tokens.output if judgment else 0
@@ -281,6 +287,7 @@ class SummaryBuilder:
             warnings=warnings,
             cases=self.rows,
             all_cases=self.keep is None,
+            unpriced_calls=self.unpriced_calls,
         )
 
 

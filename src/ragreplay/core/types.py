@@ -129,6 +129,8 @@ class Answer(_Frozen):
     latency_ms: float | None = None
     tokens: TokenUsage = TokenUsage()
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown: their dollars are not in ``cost_usd`` (see ``core/costs``)."""
     error: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -143,6 +145,8 @@ class Rewrite(_Frozen):
     prompt_version: str | None = None
     note: str = ""
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown: their dollars are not in ``cost_usd`` (see ``core/costs``)."""
     unreadable: bool = False
     """The rewriter's reply could not be read: the question is kept as asked for this run, never pinned."""
 
@@ -159,3 +163,5 @@ class Judgment(_Frozen):
     raw: str = ""
     tokens: TokenUsage = TokenUsage()
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown: their dollars are not in ``cost_usd`` (see ``core/costs``)."""

@@ -28,6 +28,8 @@ class Progress:
     errors: int = 0
     unscorable: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown, not in ``cost_usd`` (see ``core/costs``)."""
 
 
 ProgressCallback = Callable[[Progress], None]

@@ -141,4 +141,5 @@ class FitJudge:
             raw=response.text,
             tokens=response.usage,
             cost_usd=response.cost_usd,
+            unpriced_calls=response.unpriced_calls,
         )

@@ -311,4 +311,5 @@ class LLMPairwiseJudge:
             raw=response.text,
             tokens=response.usage,
             cost_usd=response.cost_usd,
+            unpriced_calls=response.unpriced_calls,
         )

@@ -63,8 +63,9 @@ class AnthropicModel:
     """A :class:`~ragreplay.ports.ChatModel` speaking the Anthropic messages API.
 
     ``client`` is the provider's shared connection pool (closed by its owner, the factory). ``max_tokens`` is
-    sent when a request sets none. ``price`` (per million tokens) sets ``ChatResponse.cost_usd`` (0 when
-    ``None``: the price is unknown, and the factory says so). ``api_key_env`` only improves error messages.
+    sent when a request sets none. ``price`` (per million tokens) sets ``ChatResponse.cost_usd`` (0 and
+    ``unpriced_calls`` 1 when ``None``: the price is unknown, and the factory says so). ``api_key_env`` only
+    improves error messages.
     """
 
     def __init__(
@@ -189,6 +190,7 @@ class AnthropicModel:
             model=str(data.get("model") or self.model),
             usage=usage,
             cost_usd=self.price.cost(usage) if self.price is not None else 0.0,
+            unpriced_calls=int(self.price is None),
             latency_ms=latency_ms,
             rate_limit=rate_limit,
         )

@@ -2,8 +2,8 @@
 
 The key is the SHA-256 of the canonical JSON of the model's name and the request's cache payload
 (messages, semantic parameters, prompt version). Responses are stored as JSON, never pickled. A hit costs
-nothing: it comes back with ``cached=True`` and ``cost_usd=0`` while keeping the original token usage, so
-reports can show what the cache saved.
+nothing: it comes back with ``cached=True``, ``cost_usd=0`` and ``unpriced_calls=0`` (a hit is free) while
+keeping the original token usage, so reports can show what the cache saved.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _key(model_name: str, payload: CanonicalDict) -> str:
 
 
 def _as_hit(response: ChatResponse) -> ChatResponse:
-    return response.model_copy(update={"cached": True, "cost_usd": 0.0, "latency_ms": 0.0})
+    return response.model_copy(update={"cached": True, "cost_usd": 0.0, "unpriced_calls": 0, "latency_ms": 0.0})
 
 
 class CachedModel:

@@ -40,7 +40,8 @@ class LiteLLMModel:
 
     ``base_url`` and ``api_key`` are passed as LiteLLM's ``api_base`` and ``api_key`` when given (otherwise
     LiteLLM reads its provider's usual environment variables). ``extra`` is passed on as is (tests use
-    ``mock_response``). ``price`` sets ``ChatResponse.cost_usd`` (0 when ``None``: the price is unknown).
+    ``mock_response``). ``price`` sets ``ChatResponse.cost_usd`` (0 and ``unpriced_calls`` 1
+    when ``None``: the price is unknown).
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class LiteLLMModel:
             model=str(getattr(reply, "model", None) or self.model),
             usage=usage,
             cost_usd=self.price.cost(usage) if self.price is not None else 0.0,
+            unpriced_calls=int(self.price is None),
             latency_ms=float(latency) if isinstance(latency, int | float) else 0.0,
         )
 

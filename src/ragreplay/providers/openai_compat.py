@@ -100,7 +100,8 @@ class OpenAICompatModel:
     with aiohttp, a :class:`LazySession` (both made outside any loop) or an open :class:`aiohttp.ClientSession`;
     one passed in is not closed by :meth:`aclose`. Without it the model makes its own pool of
     ``max_connections`` (:func:`http_client`). ``price`` (per million tokens) sets
-    ``ChatResponse.cost_usd`` (0 when ``None``: the price is unknown, and the factory says so).
+    ``ChatResponse.cost_usd`` (0 and ``unpriced_calls`` 1 when ``None``: the price is unknown, and the factory
+    says so).
     ``api_key_env`` only improves error messages. ``query`` is added to the URL (Azure's ``api-version``).
 
     A request with a ``response_format`` is sent as ``json_schema`` (strict), one with only ``json_mode`` as
@@ -249,6 +250,7 @@ class OpenAICompatModel:
             model=str(data.get("model") or self.model),
             usage=usage,
             cost_usd=cost,
+            unpriced_calls=int(self.price is None),
             latency_ms=latency_ms,
             rate_limit=rate_limit,
         )

@@ -52,7 +52,8 @@ class ScriptedChatModel:
         requests: every request received, in the order the calls started (failed and cancelled ones too).
         in_flight: calls started and not finished yet.
         peak_in_flight: the most calls that were ever in flight at once.
-        usage, cost_usd, latency_ms: the accounting of the responses built from text replies.
+        usage, cost_usd, latency_ms: the accounting of the responses built from text replies; ``cost_usd``
+            ``None`` stands for a model with no known price (each response: cost 0, ``unpriced_calls`` 1).
     """
 
     def __init__(
@@ -61,7 +62,7 @@ class ScriptedChatModel:
         *,
         name: str = "scripted:model",
         usage: TokenUsage | None = None,
-        cost_usd: float = 0.0,
+        cost_usd: float | None = 0.0,
         latency_ms: float = 0.0,
     ) -> None:
         if isinstance(script, str | ChatResponse | BaseException):
@@ -125,7 +126,12 @@ class ScriptedChatModel:
         if isinstance(reply, ChatResponse):
             return reply
         return ChatResponse(
-            text=reply, model=self._name, usage=self.usage, cost_usd=self.cost_usd, latency_ms=self.latency_ms
+            text=reply,
+            model=self._name,
+            usage=self.usage,
+            cost_usd=self.cost_usd or 0.0,
+            unpriced_calls=int(self.cost_usd is None),
+            latency_ms=self.latency_ms,
         )
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from ragreplay.core.chat import ProviderError
+from ragreplay.core.costs import total_cost
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Case, Fit, Rewrite
 from ragreplay.core.verdicts import verdict_for
@@ -91,9 +92,9 @@ class Replayer:
             progress.errors += 1
         if result.judgment and result.judgment.fit == Fit.UNSCORABLE:
             progress.unscorable += 1
-        for part in (result.rewrite, result.answer, result.judgment):
-            if part is not None:
-                progress.cost_usd += part.cost_usd
+        cost, unpriced = total_cost((result.rewrite, result.answer, result.judgment))
+        progress.cost_usd += cost
+        progress.unpriced_calls += unpriced
 
     async def _save(self, result: ResultRecord) -> ResultRecord:
         await self.writer.save_result(result)
@@ -110,7 +111,7 @@ class Replayer:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
         pinned = self._pinned.pop(case.id, None)
         if pinned is not None:
-            return pinned.model_copy(update={"cost_usd": 0.0})  # paid by the run that pinned it
+            return pinned.model_copy(update={"cost_usd": 0.0, "unpriced_calls": 0})  # paid by the run that pinned it
         if self.rewriter is None or self._rewriter_key is None:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no rewriter")
         rewrite = await self.rewriter.rewrite(case)

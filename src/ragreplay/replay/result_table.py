@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
+from ragreplay.core.costs import total_cost
 from ragreplay.core.flat_tables import TableShape
 from ragreplay.core.runs import ResultRecord, RunRecord
 from ragreplay.core.types import Case
@@ -37,6 +38,7 @@ RESULT_TABLE = TableShape(
         "tokens_in",
         "tokens_out",
         "cost_usd",
+        "unpriced_calls",
         "fit",
         "best_guess",
         "judge_reason",
@@ -50,6 +52,7 @@ RESULT_TABLE = TableShape(
         "tokens_in": "int",
         "tokens_out": "int",
         "cost_usd": "float",
+        "unpriced_calls": "int",
     },
 )
 """The columns of a result row, in order, and their kinds (documented in docs/export.md)."""
@@ -78,9 +81,7 @@ def result_row(result: ResultRecord, case: Case | None) -> dict[str, Any]:
     """One case's row (its case fields empty when the case is no longer in the store)."""
     answer, judgment, rewrite = result.answer, result.judgment, result.rewrite
     question = rewrite.query if rewrite is not None else (case.query if case is not None else None)
-    answer_cost = answer.cost_usd if answer is not None else 0.0
-    judge_cost = judgment.cost_usd if judgment is not None else 0.0
-    rewrite_cost = rewrite.cost_usd if rewrite is not None else 0.0
+    cost_usd, unpriced_calls = total_cost((answer, judgment, rewrite))
     return {
         "run_id": result.run_id,
         "case_id": result.case_id,
@@ -101,7 +102,8 @@ def result_row(result: ResultRecord, case: Case | None) -> dict[str, Any]:
         "latency_ms": answer.latency_ms if answer is not None else None,
         "tokens_in": _tokens(result, "input"),
         "tokens_out": _tokens(result, "output"),
-        "cost_usd": answer_cost + judge_cost + rewrite_cost,
+        "cost_usd": cost_usd,
+        "unpriced_calls": unpriced_calls,
         "fit": str(judgment.fit) if judgment is not None else None,
         "best_guess": str(judgment.best_guess) if judgment is not None and judgment.best_guess else None,
         "judge_reason": judgment.reason if judgment is not None else None,

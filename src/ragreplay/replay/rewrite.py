@@ -123,6 +123,7 @@ class Rewriter:
                 prompt_version=REWRITE_PROMPT_VERSION,
                 note="unreadable rewriter reply; original question kept",
                 cost_usd=response.cost_usd,
+                unpriced_calls=response.unpriced_calls,
                 unreadable=True,
             )
         query = query.strip()
@@ -133,6 +134,7 @@ class Rewriter:
             model=self.name,
             prompt_version=REWRITE_PROMPT_VERSION,
             cost_usd=response.cost_usd,
+            unpriced_calls=response.unpriced_calls,
         )
 
 

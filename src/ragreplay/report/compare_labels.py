@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ragreplay.compare.grid import ComparisonSummary
 from ragreplay.core.compare_stats import ChallengerSummary, PreferenceStats, TagBreakdown
+from ragreplay.core.costs import cost_text
 from ragreplay.report.labels import pct, rate_text
 
 
@@ -18,9 +19,14 @@ def signed_ms(value: float | None) -> str:
     return "–" if value is None else f"{value:+.0f} ms"
 
 
-def usd(value: float) -> str:
-    """Dollars with four decimals."""
-    return f"${value:.4f}"
+def usd(value: float, unpriced_calls: int = 0) -> str:
+    """Dollars with four decimals, with the calls whose price is unknown (see ``core/costs.cost_text``)."""
+    return cost_text(value, unpriced_calls)
+
+
+def cost_delta_text(s: ChallengerSummary) -> str:
+    """Challenger minus champion in dollars; ``price unknown`` when a side has calls of unknown price."""
+    return f"{s.cost.delta_usd:+.4f} $" if s.cost.delta_known else "price unknown"
 
 
 def p_text(value: float | None) -> str:
@@ -79,9 +85,13 @@ def grid_rows(summary: ComparisonSummary) -> list[tuple[str, list[str]]]:
         ("latency p95 delta", [signed_ms(s.latency.delta_p95) for s in cs]),
         (
             "cost champion → challenger",
-            [f"{usd(s.cost.champion_usd)} → {usd(s.cost.challenger_usd)}" for s in cs],
+            [
+                f"{usd(s.cost.champion_usd, s.cost.champion_unpriced_calls)} → "
+                f"{usd(s.cost.challenger_usd, s.cost.challenger_unpriced_calls)}"
+                for s in cs
+            ],
         ),
-        ("cost delta", [f"{s.cost.delta_usd:+.4f} $" for s in cs]),
+        ("cost delta", [cost_delta_text(s) for s in cs]),
         (
             "wrong language champion / challenger",
             [f"{s.champion_wrong_language} / {s.challenger_wrong_language}" for s in cs],

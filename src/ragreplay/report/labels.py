@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragreplay.core.costs import cost_text
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.judge_cards import card_for
 from ragreplay.core.run_summary import RateValue, RunSummary, VerdictRates
@@ -101,7 +102,7 @@ def header_lines(s: RunSummary) -> list[tuple[str, str]]:
             f"{s.n_done} judged/done, {s.n_errors} errored, {s.n_unscorable} unscorable, {s.n_pending} pending, "
             f"{s.n_rewritten} rewritten",
         ),
-        ("cost", f"${s.cost_usd:.4f} ({s.tokens_in} tokens in, {s.tokens_out} out)"),
+        ("cost", f"{cost_text(s.cost_usd, s.unpriced_calls)} ({s.tokens_in} tokens in, {s.tokens_out} out)"),
         (
             "latency",
             "–"

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from html import escape
 from typing import Any
 
+from ragreplay.core.costs import cost_text
 from ragreplay.core.run_summary import RunSummary
 from ragreplay.core.types import Verdict
 from ragreplay.gate.run import GateReport
@@ -45,7 +46,7 @@ class RunSummaryView(RunSummary):
                 "cases",
                 f"{self.n_done} done of {self.n_cases}; {self.n_errors} errors, {self.n_unscorable} unscorable",
             ),
-            ("cost", f"${self.cost_usd:.4f}"),
+            ("cost", cost_text(self.cost_usd, self.unpriced_calls)),
         ]
         matrix = [
             ("GOOD", counts[Verdict.GOOD_FIT], counts[Verdict.GOOD_NO_FIT]),

@@ -153,6 +153,7 @@ class BuiltinTarget(TargetBase):
             latency_ms=_since(start),
             tokens=response.usage,
             cost_usd=response.cost_usd,
+            unpriced_calls=response.unpriced_calls,
             extra={**extra, "model": self._model.name},
         )
 
