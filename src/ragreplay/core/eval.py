@@ -105,6 +105,8 @@ class RowScores(BaseModel):
     calls: int = 0
     cached: bool = False
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """The judge's calls for this row whose price is unknown, not in ``cost_usd`` (see ``core/costs``)."""
     error: str | None = None
     rubric: dict[str, CriterionScore] = Field(default_factory=dict)
     repeats: tuple[dict[str, MetricValue], ...] = ()

@@ -27,6 +27,8 @@ class ShadowAnswer(BaseModel):
     latency_ms: float | None = None
     tokens: TokenUsage = TokenUsage()
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls of this answer whose price is unknown, not in ``cost_usd`` (see ``core/costs``)."""
     error: str | None = None
 
     @classmethod
@@ -38,6 +40,7 @@ class ShadowAnswer(BaseModel):
             latency_ms=answer.latency_ms if answer.latency_ms is not None else measured_ms,
             tokens=answer.tokens,
             cost_usd=answer.cost_usd,
+            unpriced_calls=answer.unpriced_calls,
             error=answer.error,
         )
 
@@ -54,6 +57,7 @@ class ShadowAnswer(BaseModel):
             latency_ms=self.latency_ms,
             tokens=self.tokens,
             cost_usd=self.cost_usd,
+            unpriced_calls=self.unpriced_calls,
             error=self.error,
         )
 

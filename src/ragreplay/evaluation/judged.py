@@ -34,6 +34,7 @@ class JudgedRow:
     calls: int = 0
     cached_calls: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
     latency_ms: float = 0.0
     """The calls' latencies summed, as the model layer reports them (a cached reply's is 0)."""
     tokens: TokenUsage = field(default_factory=TokenUsage)
@@ -60,6 +61,7 @@ async def judge_row(judge: ChatModel, row: EvalRow, rubric: Rubric | None, repea
             out.calls += 1
             out.cached_calls += response.cached
             out.cost_usd += response.cost_usd
+            out.unpriced_calls += response.unpriced_calls
             out.latency_ms += response.latency_ms
             out.tokens += response.usage
         scorings.append(metrics)

@@ -146,6 +146,7 @@ class EvalJob:
             calls=judged.calls,
             cached=judged.calls > 0 and judged.cached_calls == judged.calls,
             cost_usd=judged.cost_usd,
+            unpriced_calls=judged.unpriced_calls,
             error=error,
             rubric=judged.rubric,
             repeats=judged.repeats,
@@ -166,8 +167,11 @@ class EvalJob:
         ):
             progress.unscorable += 1
         progress.cost_usd += result.cost_usd
+        progress.unpriced_calls += result.unpriced_calls
         if result.trace is not None and result.trace.target_cost_usd:
             progress.cost_usd += result.trace.target_cost_usd
+        elif result.trace is not None and result.trace.target_cost_usd is None:
+            progress.unpriced_calls += 1
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,9 @@ def trace_of(
         target_tokens=(answer.tokens.input, answer.tokens.output) if answer is not None else (0, 0),
         target_cost_usd=pricing.cost_of(answer) if answer is not None and pricing is not None else 0.0,
         judge_tokens=(judge.tokens.input, judge.tokens.output),
-        judge_cost_usd=judge.cost_usd if judge_priced or judge.cached_calls == judge.calls else None,
+        judge_cost_usd=judge.cost_usd
+        if (judge_priced or judge.cached_calls == judge.calls) and not judge.unpriced_calls
+        else None,
     )
 
 

@@ -29,10 +29,10 @@ from ragreplay.store.gates import GateRecord
 from ragreplay.targets.builtin_rag.config import BuiltinTargetConfig
 from ragreplay.targets.config import (
     FakeTargetConfig,
-    HttpTargetConfig,
     LoggedTargetConfig,
     TargetConfig,
 )
+from ragreplay.targets.cost import target_pricing
 
 ASSUMED_INPUT_TOKENS = 1500
 ASSUMED_OUTPUT_TOKENS = 250
@@ -158,8 +158,9 @@ def measured_answer_costs(store: Store, version: str) -> Iterator[float]:
     for run in runs[:MEASURED_GATES]:
         read = 0
         for result in store.runs.iter_results(run.id, only_started=True):
-            if result.answer is not None and result.answer.error is None:
-                yield result.answer.cost_usd
+            answer = result.answer
+            if answer is not None and answer.error is None and not answer.unpriced_calls:
+                yield answer.cost_usd
                 read += 1
                 if read >= MEASURED_ANSWERS:
                     break
@@ -181,33 +182,27 @@ def target_cost(
     calls: int,
     prices: Mapping[str, Price] | None = None,
 ) -> TargetCost:
-    """What ``calls`` answers of one side cost (see the module docstring)."""
-    if isinstance(cfg, FakeTargetConfig):
-        return TargetCost(side, name, calls, 0.0, "fake target, no model")
-    if isinstance(cfg, LoggedTargetConfig):
-        return TargetCost(side, name, calls, 0.0, "answers read from a log, no call")
-    model = cfg.answer.model if isinstance(cfg, BuiltinTargetConfig) else None
-    if isinstance(cfg, BuiltinTargetConfig) and (cfg.answer.mode != "generate" or model is None):
-        return TargetCost(side, name, calls, 0.0, "built-in extractive RAG, no model")
+    """What ``calls`` answers of one side cost: the target's pricing (``targets/cost.target_pricing``, the rule
+    eval tracing uses too), then the measured mean or, for a priced model not measured yet, the assumed
+    tokens (see the module docstring)."""
+    pricing = target_pricing(cfg, prices)
+    if pricing.free:
+        return TargetCost(side, name, calls, 0.0, pricing.basis)
+    if pricing.known is False:
+        return TargetCost(side, name, calls, None, pricing.basis)
     costs = list(measured_answer_costs(store, version)) if calls else []
     measured = f"measured over {len(costs)} earlier answers"
     mean = sum(costs) / len(costs) if costs else None
-    if model is not None:
-        price = lookup_price(model, prices)
-        if price is None:
-            return TargetCost(side, name, calls, None, f"no price for {model}: set `prices:`")
-        if mean is not None:
-            return TargetCost(side, name, calls, mean, measured)
+    if mean is None and pricing.price is not None:
         usage = TokenUsage(input=ASSUMED_INPUT_TOKENS, output=ASSUMED_OUTPUT_TOKENS)
+        model = cfg.answer.model if isinstance(cfg, BuiltinTargetConfig) else "the model"
         assumed = (
             f"assumed {ASSUMED_INPUT_TOKENS} input + {ASSUMED_OUTPUT_TOKENS} output tokens at {model}'s price"
         )
-        return TargetCost(side, name, calls, price.cost(usage), assumed)
-    if isinstance(cfg, HttpTargetConfig) and cfg.cost_path is None:
-        return TargetCost(side, name, calls, None, "the HTTP target reports no cost: set its cost_path")
+        return TargetCost(side, name, calls, pricing.price.cost(usage), assumed)
     if mean is None:
         return TargetCost(side, name, calls, None, "no earlier answer of this version measured")
-    if mean == 0 and not isinstance(cfg, HttpTargetConfig):
+    if mean == 0 and pricing.known is None:
         return TargetCost(side, name, calls, None, f"its answers reported no cost ({measured})")
     return TargetCost(side, name, calls, mean, measured)
 

@@ -99,6 +99,7 @@ async def judge_item(
         "input_tokens": sum(j.tokens.input for _, j in outcome.judgments),
         "output_tokens": sum(j.tokens.output for _, j in outcome.judgments),
         "cost_usd": sum(j.cost_usd for _, j in outcome.judgments),
+        "unpriced_calls": sum(j.unpriced_calls for _, j in outcome.judgments),
     }
     return _payload(result, extra, reasons, champion, challenger)
 
@@ -115,16 +116,20 @@ async def _against_reference(
 def _payload(
     outcome: ItemOutcome, extra: dict[str, Any], reasons: list[str], champion: Answer, challenger: Answer
 ) -> dict[str, Any]:
-    cost = champion.cost_usd + challenger.cost_usd + float(extra.get("judge", {}).get("cost_usd", 0.0))
+    judge = extra.get("judge", {})
+    cost = champion.cost_usd + challenger.cost_usd + float(judge.get("cost_usd", 0.0))
+    unpriced = champion.unpriced_calls + challenger.unpriced_calls + int(judge.get("unpriced_calls", 0))
     return {
         "outcome": outcome.model_dump(mode="json"),
         **extra,
         "reason": " | ".join(reasons),
         "cost_usd": cost,
+        "unpriced_calls": unpriced,
         # each side's cost per answer, measured: the next gate's estimate prices this target version with it
+        # (None: no answer, or a model call of unknown price in it)
         "target_cost_usd": {
-            "champion": None if champion.error else champion.cost_usd,
-            "challenger": None if challenger.error else challenger.cost_usd,
+            "champion": None if champion.error or champion.unpriced_calls else champion.cost_usd,
+            "challenger": None if challenger.error or challenger.unpriced_calls else challenger.cost_usd,
         },
         "latency_ms": {"champion": champion.latency_ms, "challenger": challenger.latency_ms},
     }

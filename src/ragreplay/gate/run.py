@@ -52,6 +52,8 @@ class GateReport:
     payloads: dict[str, dict[str, Any]]
     local_judge: bool
     cost_usd: float
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown, not in ``cost_usd`` (see ``core/costs``)."""
 
 
 def gate_config(
@@ -270,7 +272,8 @@ def gate_report(
     local = str(record.config.get("judge", {}).get("spec", "")) in LOCAL_PAIRWISE_SPECS
     verdict = evaluate(outcomes, policy, local_judge_accepted=judge_accepted or not local)
     cost = sum(float(p.get("cost_usd", 0.0)) for p in payloads.values())
-    return GateReport(record, regset, verdict, policy, outcomes, payloads, local, cost)
+    unpriced = sum(int(p.get("unpriced_calls", 0)) for p in payloads.values())
+    return GateReport(record, regset, verdict, policy, outcomes, payloads, local, cost, unpriced)
 
 
 def stored_report(store: Store, gate_ref: str) -> GateReport:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ragreplay.core.costs import cost_text
 from ragreplay.core.eval import MetricSummary
 from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, raw_score
 from ragreplay.evaluation.run import EvalReport
@@ -132,13 +133,26 @@ def undetermined_reasons(report: EvalReport) -> list[tuple[str, str, int]]:
     return [(m.name, reason, n) for m in report.summary.metrics for reason, n in m.reasons.items()]
 
 
+def eval_cost(report: EvalReport) -> tuple[float, int]:
+    """The run's dollars (judge calls, and target answers whose price is known) and its unpriced calls (judge
+    calls of a model with no price, and target answers of unknown price, one call each): see ``core/costs``."""
+    cost = sum(row.cost_usd for row in report.rows)
+    unpriced = sum(row.unpriced_calls for row in report.rows)
+    for trace in (row.trace for row in report.rows if row.trace is not None):
+        if trace.target_cost_usd is None:
+            unpriced += 1
+        else:
+            cost += trace.target_cost_usd
+    return cost, unpriced
+
+
 def eval_header(report: EvalReport) -> list[str]:
     """The report's first lines: the run, the judge and its options, the rows, calls and cost."""
     r, s = report.record, report.summary
     judge = f"{r.judge} ({r.prompt_version})" if r.judge else "none (no LLM metrics)"
     cached = sum(row.calls_from_cache for row in report.rows)
     calls = sum(row.calls for row in report.rows) - cached
-    cost = sum(row.cost_usd for row in report.rows)
+    cost, unpriced = eval_cost(report)
     shown = ["shown again from the store: no call made now"] if report.reshown else []
     options = []
     rubric = r.config.get("rubric")
@@ -158,7 +172,7 @@ def eval_header(report: EvalReport) -> list[str]:
         f"judge: {judge}",
         *options,
         f"rows: {s.rows} ({s.errors} errored)  judge calls made: {calls}, answered from the cache: {cached}  "
-        f"cost: ${cost:.4f}",
+        f"cost: {cost_text(cost, unpriced)}",
     ]
 
 
@@ -204,6 +218,7 @@ def render_json(report: EvalReport) -> str:
     data = {
         "run": report.record.model_dump(mode="json", exclude={"summary"}),
         "summary": report.summary.model_dump(mode="json"),
+        "cost": dict(zip(("cost_usd", "unpriced_calls"), eval_cost(report), strict=True)),
         "rows": [row.model_dump(mode="json", exclude={"raw_reply"}) for row in report.rows],
     }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -6,6 +6,7 @@ import json
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from ragreplay.core.costs import cost_text
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import Bar
 from ragreplay.gate.reference_metrics import ReferenceMetrics
@@ -105,7 +106,8 @@ def render_gate_text(
         f"gate {report.gate.id} on regression set v{report.regset.version} ({report.regset.id}), "
         f"{v.n_items} items, {v.n_errors} errored",
         f"champion {config['champion']['name']} vs challenger {config['challenger']['name']}; judge "
-        f"{config['judge']['name']} ({config['judge']['prompt_version']}), both orders; cost ${report.cost_usd:.4f}",
+        f"{config['judge']['name']} ({config['judge']['prompt_version']}), both orders; "
+        f"cost {cost_text(report.cost_usd, report.unpriced_calls)}",
         *gate_judge_notes(report),
         "",
         *(_bar_line(b) for b in v.bars),
@@ -142,7 +144,8 @@ def render_gate_markdown(
         f"Regression set v{report.regset.version} (`{report.regset.id}`), {v.n_items} items "
         f"({v.n_errors} errored); champion {md_text(config['champion']['name'])} vs challenger "
         f"{md_text(config['challenger']['name'])}, judge {md_text(config['judge']['name'])} in both "
-        f"orders. Gate `{report.gate.id}`, cost ${report.cost_usd:.4f}.",
+        f"orders. Gate `{report.gate.id}`, "
+        f"cost {cost_text(report.cost_usd, report.unpriced_calls)}.",
         *(f"\n> {md_text(note)}" for note in gate_judge_notes(report)),
         "",
         f"| {' | '.join(BAR_COLUMNS)} |",
@@ -188,6 +191,7 @@ def gate_json(
         "local_judge": report.local_judge,
         "judge_notes": gate_judge_notes(report),
         "cost_usd": report.cost_usd,
+        "unpriced_calls": report.unpriced_calls,
         "failure_tags": None if failure_tags is None else failure_tags.model_dump(mode="json"),
         "reference_metrics": None if metrics is None else metrics.as_json(),
         "items": [

@@ -6,6 +6,7 @@ groups by stratum and outcome. No script, nothing loaded from elsewhere, every t
 
 from __future__ import annotations
 
+from ragreplay.core.costs import cost_text
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.gate.reference_metrics import ReferenceMetrics
 from ragreplay.gate.run import GateReport
@@ -51,7 +52,7 @@ def facts(report: GateReport) -> list[tuple[str, str]]:
         ("challenger", str(config["challenger"]["name"])),
         ("judge", f"{judge['name']} ({judge['prompt_version']}), blind, both orders"),
         ("FIT judge", str(config.get("fit_judge", {}).get("name", "-"))),
-        ("cost", f"${report.cost_usd:.4f}"),
+        ("cost", cost_text(report.cost_usd, report.unpriced_calls)),
     ]
 
 

@@ -227,6 +227,8 @@ class _Collector:
             challenger_latency_ms=row.challenger_answer.latency_ms,
             champion_cost_usd=row.champion_answer.cost_usd,
             challenger_cost_usd=row.challenger_answer.cost_usd,
+            champion_unpriced_calls=row.champion_answer.unpriced_calls,
+            challenger_unpriced_calls=row.challenger_answer.unpriced_calls,
             champion_wrong_language=self._wrong(row.champion_answer.text, expected),
             challenger_wrong_language=self._wrong(row.challenger_answer.text, expected),
             error=record.error,

@@ -32,6 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragreplay.core.costs import cost_text
 from ragreplay.core.review import taxonomy
 from ragreplay.report.labels import pct
 from ragreplay.review.agreement import DEFAULT_MIN_OVERLAP
@@ -76,6 +77,7 @@ def environment() -> Environment:
     env.filters["number"] = _number
     env.filters["signed"] = _signed
     env.filters["attr"] = _attr
+    env.globals["cost_text"] = cost_text
     env.globals["preview"] = ANSWER_PREVIEW
     return env
 

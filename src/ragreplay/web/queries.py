@@ -143,6 +143,7 @@ def headline(s: ChallengerSummary, rows: Sequence[CompareRow], since: str) -> di
         "preference_unscorable": s.preference_unscorable,
         "latency_delta_p50_ms": s.latency.delta_p50,
         "cost_delta_usd": s.cost.delta_usd,
+        "unpriced_calls": s.cost.champion_unpriced_calls + s.cost.challenger_unpriced_calls,
         "links": {
             "rows": link("/rows", challenger=s.name, since=since),
             "disagreements": link("/rows", challenger=s.name, outcome="disagree", since=since),
@@ -505,6 +506,7 @@ def _side(side: ShadowAnswer) -> dict[str, Any]:
         "tokens_in": side.tokens.input,
         "tokens_out": side.tokens.output,
         "cost_usd": side.cost_usd,
+        "unpriced_calls": side.unpriced_calls,
         "error": side.error,
     }
 
