@@ -12,7 +12,18 @@ from typing import Any
 
 import pytest
 
-HEAVY = ("sqlalchemy", "httpx", "aiohttp", "uvicorn", "numpy", "starlette", "jinja2", "pydantic", "bm25s")
+HEAVY = (
+    "sqlalchemy",
+    "httpx",
+    "aiohttp",
+    "uvicorn",
+    "numpy",
+    "starlette",
+    "jinja2",
+    "pydantic",
+    "bm25s",
+    "py3langid",
+)
 
 PROBE = """
 import contextlib, io, json, sys

@@ -250,9 +250,11 @@ def test_language_and_family_hygiene() -> None:
     assert is_wrong_language("Je mag 3 dagen per week thuiswerken als je dat wilt.", "en")
     assert not is_wrong_language("You may work from home 3 days a week.", "en")
     assert not is_wrong_language("anything", None)
+    # the citation ("-en") is not read
     assert (
         detect_language(
-            "Vanaf 1 februari 2026 geldt dit beleid voor alle medewerkers. [remote-work-2026-en#1]"
+            "Vanaf 1 februari 2026 geldt dit thuiswerkbeleid voor alle medewerkers in Nederland. "
+            "[remote-work-2026-en#1]"
         )
         == "nl"
     )

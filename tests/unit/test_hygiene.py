@@ -1,10 +1,10 @@
-"""Judging hygiene: same-family judge warnings and EN/NL wrong-language detection."""
+"""Judging hygiene: same-family judge warnings, wrong-language answers and the FIT judge's EN/NL word rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragreplay.judges.hygiene import detect_language, model_family, same_family, wrong_language
+from ragreplay.judges.hygiene import detect_en_nl, model_family, same_family, wrong_language
 
 
 @pytest.mark.parametrize(
@@ -76,13 +76,20 @@ def test_no_warning_across_families_or_for_rules(judge: str, generators: list[st
         ("Pourquoi le ciel est-il bleu?", None),
     ],
 )
-def test_detect_language(text: str, language: str | None) -> None:
-    assert detect_language(text) == language
+def test_en_nl_word_rule_of_the_fit_judge(text: str, language: str | None) -> None:
+    assert detect_en_nl(text) == language
 
 
 def test_dutch_words_shared_with_english_do_not_count() -> None:
     # in, is, was, we, of, die, door are both languages' words: they decide nothing.
-    assert detect_language("we was in of die door is") is None
+    assert detect_en_nl("we was in of die door is") is None
+
+
+def test_en_nl_word_rule_calls_french_dutch() -> None:
+    # Why the reports no longer use it (issue 16): French "de", "en" are Dutch function words to it.
+    assert (
+        detect_en_nl("Vous avez droit à 25 jours de congés par an, en plus de deux jours de repos.") == "nl"
+    )
 
 
 def test_wrong_language() -> None:
@@ -94,3 +101,5 @@ def test_wrong_language() -> None:
     assert not wrong_language(en_q, en_a) and not wrong_language(nl_q, nl_a)
     assert not wrong_language(en_q, "25.")  # unsure answer: not flagged
     assert not wrong_language("Can you explain the bonusregeling en de voorwaarden?", nl_a)
+    assert wrong_language(en_q, "Vous avez droit à 25 jours de congés payés par an.")
+    assert wrong_language("Combien de jours de congés ai-je par an ?", en_a)

@@ -13,7 +13,7 @@ import re
 
 from ragreplay.judges import signals as sig
 from ragreplay.judges import slots
-from ragreplay.judges.hygiene import detect_language
+from ragreplay.judges.hygiene import detect_en_nl
 
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 
@@ -61,8 +61,11 @@ def _phrase(old: str, new: str) -> float:
 
 
 def translation(old: str, new: str, cosine: float) -> float:
-    """``cosine`` when both answers' languages are detected and differ (word overlap then says nothing), else 0."""
-    la, lb = detect_language(old), detect_language(new)
+    """``cosine`` when both answers' languages are detected and differ (word overlap then says nothing), else 0.
+
+    English/Dutch function words (:func:`~ragreplay.judges.hygiene.detect_en_nl`), not the reports' detector:
+    the shipped weights and the dev figures were fitted with this feature."""
+    la, lb = detect_en_nl(old), detect_en_nl(new)
     return cosine if la is not None and lb is not None and la != lb else 0.0
 
 

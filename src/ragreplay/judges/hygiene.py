@@ -14,10 +14,15 @@ So ``gpt-4.1`` and ``gpt-4.1-mini`` are both ``gpt``; ``claude-3-5-sonnet`` and 
 ``gemini-1.5-pro`` and ``gemini-2.0-flash`` are ``gemini``. Local judges (``local``) and the shipped fake
 (``fake:``) have no family: they are rules, with no taste for any model's writing.
 
-**Language.** :func:`detect_language` counts English and Dutch function words that the other language does
-not share (``in``, ``is``, ``was``, ``we``, ``of``, ``die``, ``door`` are left out). A language is given only
-with at least :data:`MIN_HITS` of its words and at least :data:`MARGIN` times the other's count, so short or
-code-switched text is ``None``, and :func:`wrong_language` never flags what it is unsure of.
+**Language.** :func:`wrong_language` compares the languages :func:`ragreplay.judges.language.detect_language`
+(py3langid's model, 97 languages) finds in the question and the answer; an unsure detection (short, mixed or
+unknown text) is never a wrong language.
+
+:func:`detect_en_nl` is the older English/Dutch rule, kept only for the local FIT judge's ``translation`` feature
+(its shipped weights were fitted with it): it counts English and Dutch function words that the other language
+does not share (``in``, ``is``, ``was``, ``we``, ``of``, ``die``, ``door`` are left out) and gives a language only
+with at least :data:`MIN_HITS` of its words and at least :data:`MARGIN` times the other's count. It knows no
+third language: French and Spanish text is ``None`` or, with Dutch-looking function words, ``nl``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Literal
+
+from ragreplay.judges.language import detect_language as _detect
+from ragreplay.judges.language import in_other_language
 
 Language = Literal["en", "nl"]
 
@@ -104,8 +112,9 @@ def language_counts(text: str) -> dict[Language, int]:
     return {"en": sum(w in EN_WORDS for w in words), "nl": sum(w in NL_WORDS for w in words)}
 
 
-def detect_language(text: str) -> Language | None:
-    """``"en"`` or ``"nl"`` when the function words say so clearly; ``None`` when short, mixed or other."""
+def detect_en_nl(text: str) -> Language | None:
+    """``"en"`` or ``"nl"`` when the function words say so clearly; ``None`` when short, mixed or other (the FIT
+    judge's feature; reports use :func:`ragreplay.judges.language.detect_language`)."""
     counts = language_counts(text)
     en, nl = counts["en"], counts["nl"]
     if en >= MIN_HITS and en >= MARGIN * nl:
@@ -117,5 +126,5 @@ def detect_language(text: str) -> Language | None:
 
 def wrong_language(question: str, answer: str) -> bool:
     """True when both the question's and the answer's language are detected and they differ."""
-    asked, answered = detect_language(question), detect_language(answer)
-    return asked is not None and answered is not None and asked != answered
+    asked = _detect(question)
+    return asked is not None and in_other_language(answer, asked)
