@@ -2,8 +2,8 @@
 
 The model is py3langid's (a maintained fork of langid.py: a naive Bayes classifier over byte n-grams, trained on
 97 languages plus regional and script variants, shipped inside the wheel; nothing is downloaded). It is imported
-and loaded on the first call (about 1.4 s, ~100 MB), never on ``ragreplay --help``; one call then takes about
-50 µs per short answer.
+and loaded on the first call (about 1-1.5 s and 130 MB), never on ``ragreplay --help``; a call then costs about
+0.1-0.3 ms per answer of 180 characters (docs/judges.md, ``benchmarks/language_detection.py``).
 
 :func:`detect_language` answers an ISO 639 code only when it is sure, else ``None``:
 
@@ -33,8 +33,9 @@ MIN_CONFIDENCE = 0.7
 """...and the model's probability of its best language must be at least this."""
 DOMINANT_SHARE = 0.7
 """Share of the letters of the confidently classified sentences that must be in the whole text's language."""
-MAX_CHARS = 4000
-"""Characters of a text read for detection (the start of a long answer tells its language)."""
+MAX_CHARS = 1000
+"""Characters of a text read for detection: the start of a long answer tells its language, and the cost of a
+call grows with the text (the model walks its bytes in Python)."""
 NOT_A_LANGUAGE = "zxx"
 """The model's label for text with no linguistic content (code, tables of numbers): reported as ``None``."""
 
