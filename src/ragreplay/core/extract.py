@@ -33,7 +33,7 @@ def extract_cases(conv: Conversation, history_up_to: int | None = None) -> tuple
     ``history_up_to`` a case whose history is longer than that is given none (:class:`Dialogue` gives it
     back), so a conversation of n messages costs O(n), not O(n^2), to extract and to store.
     """
-    dialogue = Dialogue(conv)
+    dialogue = Dialogue.of(conv)
     limit = len(conv.messages) if history_up_to is None else history_up_to
     cases: list[Case] = []
     skips: list[Skip] = []
@@ -115,13 +115,29 @@ class Dialogue:
         """How many messages the conversation has (system and tool messages included)."""
         self._before = before
 
+    @classmethod
+    def of(cls, conv: Conversation) -> Dialogue:
+        """The dialogue of ``conv``; the last one made is kept, so extracting a conversation's cases and storing
+        them build it once."""
+        global _LAST_DIALOGUE
+        last = _LAST_DIALOGUE  # read once: another thread may replace it
+        if last is not None and last[0] is conv:
+            return last[1]
+        dialogue = cls(conv)
+        _LAST_DIALOGUE = (conv, dialogue)
+        return dialogue
+
     def history_length(self, answer_index: int) -> int:
         """How many dialogue messages the history of the case answered at ``answer_index`` holds."""
-        return max(self._before[answer_index] - 1, 0)
+        before = self._before[answer_index]
+        return before - 1 if before > 0 else 0
 
     def history(self, answer_index: int) -> tuple[Message, ...]:
         """The history of the case answered at ``answer_index``."""
         return self.messages[: self.history_length(answer_index)]
+
+
+_LAST_DIALOGUE: tuple[Conversation, Dialogue] | None = None
 
 
 class AnsweredTurn(BaseModel):

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
+
+# ``json.dumps`` with options builds an encoder on every call: one, made once, encodes the same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_string: Callable[[str], str] = json.encoder.encode_basestring  # a str as JSON, as ``_CANONICAL`` writes it
 
 
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` to JSON with sorted keys and no whitespace, so equal content hashes equally."""
     if type(value) is CanonicalDict:
         return value.canonical
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 class CanonicalDict(dict[str, Any]):
@@ -24,9 +29,7 @@ class CanonicalDict(dict[str, Any]):
 
     def __init__(self, value: dict[str, Any]) -> None:
         super().__init__(value)
-        self.canonical = json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-        )
+        self.canonical = _CANONICAL.encode(value)
 
 
 def content_hash(value: Any, length: int = 16) -> str:
@@ -35,5 +38,10 @@ def content_hash(value: Any, length: int = 16) -> str:
 
 
 def case_id(conversation_id: str, turn_index: int, query: str, old_answer: str) -> str:
-    """Id of a labelled turn: the same turn of the same conversation always gets the same id."""
-    return "case_" + content_hash([conversation_id, turn_index, query, old_answer])
+    """Id of a labelled turn: the same turn of the same conversation always gets the same id.
+
+    The hash of ``[conversation_id, turn_index, query, old_answer]`` as :func:`content_hash` gives it, its
+    JSON written here by the JSON encoder's own string escaping (one id per case of every log ingested).
+    """
+    text = f"[{_string(conversation_id)},{int(turn_index)},{_string(query)},{_string(old_answer)}]"
+    return "case_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

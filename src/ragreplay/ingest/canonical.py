@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ragreplay.core.types import Conversation, Message
+from ragreplay.ingest.canonical_fast import fast_reader
 from ragreplay.ingest.fields import build_message, parse_id, parse_tags
-from ragreplay.ingest.jsonl import IdRegistry, json_objects
+from ragreplay.ingest.jsonl import IdRegistry, json_lines, line_objects
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.problems import ProblemLog, Record
 
@@ -29,8 +30,16 @@ def read_canonical(
     mapping = mapping or FieldMapping()
     log = problems if problems is not None else ProblemLog(str(path))
     ids = IdRegistry()
-    for rec, raw in json_objects(path, log, progress):
-        conv = conversation_from_object(mapping.rename(raw), rec, mapping, ids)
+    fast = fast_reader(mapping)
+    for rec, text in json_lines(path, log, progress):
+        conv = fast(text) if fast is not None else None
+        if conv is not None:
+            ids.check(conv.id, rec, mapping.source("id"))
+        else:  # not the common spelling, or a mistake: read field by field, naming each problem
+            objects = line_objects(rec, text)
+            conv = (
+                conversation_from_object(mapping.rename(objects[0]), rec, mapping, ids) if objects else None
+            )
         if conv is not None and rec.ok:
             yield rec.line or 0, conv
     if problems is None:

@@ -69,12 +69,28 @@ def parse_content(value: Any, rec: Record, field: str) -> str | None:
 
 
 def parse_ts(value: Any, rec: Record, field: str) -> datetime | None:
-    """A timestamp: ISO 8601 (naive ones are taken as UTC) or Unix seconds/milliseconds; empty means none."""
+    """A timestamp (see :func:`read_ts`); a value that is none is recorded as a problem."""
+    try:
+        return read_ts(value)
+    except ValueError:
+        rec.problem(
+            field,
+            f"{value!r} is not a timestamp",
+            "use ISO 8601 like 2026-10-01T09:14:00Z, or Unix seconds, or leave it empty",
+        )
+        return None
+
+
+def read_ts(value: Any) -> datetime | None:
+    """A timestamp: ISO 8601 (naive ones are taken as UTC) or Unix seconds/milliseconds; empty means none.
+
+    Raises ``ValueError`` for anything else.
+    """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     number: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
+        number = _as_float(value)
     elif isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip())
@@ -89,12 +105,7 @@ def parse_ts(value: Any, rec: Record, field: str) -> datetime | None:
             return datetime.fromtimestamp(number / 1000 if number > _EPOCH_MS_ABOVE else number, tz=UTC)
         except (OverflowError, OSError, ValueError):
             pass
-    rec.problem(
-        field,
-        f"{value!r} is not a timestamp",
-        "use ISO 8601 like 2026-10-01T09:14:00Z, or Unix seconds, or leave it empty",
-    )
-    return None
+    raise ValueError(f"{value!r} is not a timestamp")
 
 
 def parse_number(value: Any, rec: Record, field: str, *, integer: bool = False) -> float | None:
@@ -102,7 +113,7 @@ def parse_number(value: Any, rec: Record, field: str, *, integer: bool = False) 
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     try:
-        number = float(value) if not isinstance(value, bool) else math.nan
+        number = _as_float(value) if not isinstance(value, bool) else math.nan
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number) or number < 0 or (integer and not number.is_integer()):
@@ -110,6 +121,14 @@ def parse_number(value: Any, rec: Record, field: str, *, integer: bool = False) 
         rec.problem(field, f"{value!r} is not {kind} >= 0", f"use {kind} or leave it empty")
         return None
     return number
+
+
+def _as_float(value: Any) -> float:
+    """``float(value)``, but an integer too large for a float is infinite rather than an ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
 
 
 def parse_tokens(value: Any, rec: Record, field: str) -> TokenUsage | None:

@@ -26,6 +26,18 @@ def json_objects(
     holding a list of objects yields each of them (with the line's record). An empty file is a problem. Stops
     once ``problems`` is full.
     """
+    for rec, text in json_lines(path, problems, progress):
+        for obj in line_objects(rec, text, arrays=arrays):
+            yield rec, obj
+
+
+def json_lines(
+    path: Path, problems: ProblemLog, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[Record, str]]:
+    """The text of each non-blank line of ``path`` (line ending stripped) with a :class:`Record` for it.
+
+    An empty file is a problem. Stops once ``problems`` is full.
+    """
     seen_any = False
     for line_no, text in LineSource(path, problems, progress):
         if problems.stopped:
@@ -33,33 +45,35 @@ def json_objects(
         if not text.strip():
             continue
         seen_any = True
-        rec = Record(problems, line_no)
-        text = text.rstrip("\r\n")
-        try:
-            obj = parse_json(text)
-        except JsonTextError as exc:
-            rec.problem(exc.field, exc.message, exc.fix)
-            continue
-        except json.JSONDecodeError as exc:
-            where = "the line ends too early" if exc.pos >= len(text.rstrip()) else f"at column {exc.pos + 1}"
-            rec.problem(
-                None,
-                f"invalid JSON: {exc.msg} ({where})",
-                "each line must be one complete JSON object; check quotes, commas and brackets",
-            )
-            continue
-        if arrays and isinstance(obj, list) and all(isinstance(item, dict) for item in obj):
-            for item in obj:
-                yield rec, item
-            continue
-        if not isinstance(obj, dict):
-            rec.problem(
-                None, f"expected a JSON object, got {type(obj).__name__}", "put one {...} object per line"
-            )
-            continue
-        yield rec, obj
+        yield Record(problems, line_no), text.rstrip("\r\n")
     if not seen_any and not problems.problems:
         problems.add(None, None, "file is empty", EMPTY_FIX)
+
+
+def line_objects(rec: Record, text: str, *, arrays: bool = False) -> list[dict[str, Any]]:
+    """The JSON object on one line (with ``arrays``, the objects of a list of them); a line that is not JSON,
+    or not an object, is recorded as a problem on ``rec`` and gives none."""
+    try:
+        obj = parse_json(text)
+    except JsonTextError as exc:
+        rec.problem(exc.field, exc.message, exc.fix)
+        return []
+    except json.JSONDecodeError as exc:
+        where = "the line ends too early" if exc.pos >= len(text.rstrip()) else f"at column {exc.pos + 1}"
+        rec.problem(
+            None,
+            f"invalid JSON: {exc.msg} ({where})",
+            "each line must be one complete JSON object; check quotes, commas and brackets",
+        )
+        return []
+    if arrays and isinstance(obj, list) and all(isinstance(item, dict) for item in obj):
+        return obj
+    if not isinstance(obj, dict):
+        rec.problem(
+            None, f"expected a JSON object, got {type(obj).__name__}", "put one {...} object per line"
+        )
+        return []
+    return [obj]
 
 
 class IdRegistry:

@@ -65,7 +65,7 @@ class _IngestBatch:
             "data": conversation.model_dump_json(),
         }
         if new_cases:
-            dialogue = Dialogue(conversation)
+            dialogue = Dialogue.of(conversation)
             lengths = {c.id: _history_length(dialogue, c) for c in new_cases}
             # Short histories stay inline (one row less per conversation); a long one is stored once.
             longest = max((n for n in lengths.values() if n is not None), default=0)
@@ -154,16 +154,12 @@ class CasesRepository(StoreBase):
         return _source(stored)
 
     def _flush(self, conn: Connection, batch: _IngestBatch) -> None:
-        # Conversations and dialogues first: cases refer to them.
-        if batch.conversations:
-            conn.execute(self._upsert(conversations, ["id"]), list(batch.conversations.values()))
-        if batch.dialogues:
-            conn.execute(self._insert_ignore(dialogues, ["id"]), list(batch.dialogues.values()))
-        if batch.cases:
-            conn.execute(self._insert_ignore(cases, ["id"]), list(batch.cases.values()))
-        if batch.skips:
-            keys = ["source_id", "conversation_id", "message_index"]
-            conn.execute(self._upsert(skips, keys), list(batch.skips.values()))
+        # Conversations and dialogues first: cases refer to them. On SQLite the rows go straight to the driver.
+        self._execute_rows(conn, self._upsert(conversations, ["id"]), list(batch.conversations.values()))
+        self._execute_rows(conn, self._insert_ignore(dialogues, ["id"]), list(batch.dialogues.values()))
+        self._execute_rows(conn, self._insert_ignore(cases, ["id"]), list(batch.cases.values()))
+        keys = ["source_id", "conversation_id", "message_index"]
+        self._execute_rows(conn, self._upsert(skips, keys), list(batch.skips.values()))
 
     def list_sources(self) -> list[SourceRecord]:
         """Every ingested source, oldest first."""
