@@ -15,7 +15,7 @@ So ``gpt-4.1`` and ``gpt-4.1-mini`` are both ``gpt``; ``claude-3-5-sonnet`` and 
 (``fake:``) have no family: they are rules, with no taste for any model's writing.
 
 **Language.** :func:`wrong_language` compares the languages :func:`ragreplay.judges.language.detect_language`
-(py3langid's model, 97 languages) finds in the question and the answer; an unsure detection (short, mixed or
+(py3langid's model, 139 language codes) finds in the question and the answer; an unsure detection (short, mixed or
 unknown text) is never a wrong language.
 
 :func:`detect_en_nl` is the older English/Dutch rule, kept only for the local FIT judge's ``translation`` feature
