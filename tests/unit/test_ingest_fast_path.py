@@ -120,13 +120,16 @@ def test_every_value_of_every_field_reads_the_same_or_goes_to_the_careful_reader
         ("tokens", TOKENS),
     ]:
         for value in values:
-            obj = {"id": "c1", "messages": [{"role": "human", "content": "Q?"}, {**base, field: value}]}
-            taken += check(obj)
+            line: dict[str, Any] = {
+                "id": "c1",
+                "messages": [{"role": "human", "content": "Q?"}, {**base, field: value}],
+            }
+            taken += check(line)
     for conv_id, user_id, tags in itertools.product(
         IDS, ["u7", 7, None, ""], [{"a": "b"}, {"a": 1}, {"a": None}, None, "x"]
     ):
-        obj = {"id": conv_id, "user_id": user_id, "tags": tags, "messages": [base]}
-        taken += check(obj)
+        conv: dict[str, Any] = {"id": conv_id, "user_id": user_id, "tags": tags, "messages": [base]}
+        taken += check(conv)
     assert taken > 40  # the well-formed spellings did take the fast path
 
 
