@@ -38,7 +38,9 @@ def _key(model_name: str, payload: CanonicalDict) -> str:
 
 
 def _as_hit(response: ChatResponse) -> ChatResponse:
-    return response.model_copy(update={"cached": True, "cost_usd": 0.0, "unpriced_calls": 0, "latency_ms": 0.0})
+    return response.model_copy(
+        update={"cached": True, "cost_usd": 0.0, "unpriced_calls": 0, "latency_ms": 0.0}
+    )
 
 
 class CachedModel:

@@ -111,7 +111,9 @@ class Replayer:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no history")
         pinned = self._pinned.pop(case.id, None)
         if pinned is not None:
-            return pinned.model_copy(update={"cost_usd": 0.0, "unpriced_calls": 0})  # paid by the run that pinned it
+            return pinned.model_copy(
+                update={"cost_usd": 0.0, "unpriced_calls": 0}
+            )  # paid by the run that pinned it
         if self.rewriter is None or self._rewriter_key is None:
             return Rewrite(original=case.query, query=case.query, rewritten=False, note="no rewriter")
         rewrite = await self.rewriter.rewrite(case)
