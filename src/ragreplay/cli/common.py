@@ -124,6 +124,24 @@ def parse_tags(values: list[str] | None) -> dict[str, str]:
     return tags
 
 
+def check_choice(value: str, choices: Sequence[str], flag: str = "--format") -> None:
+    """A :class:`ConfigError` naming ``flag``, the value given and the ``choices`` when ``value`` is not one."""
+    if value not in choices:
+        raise ConfigError(f"{flag} {value!r}: choose one of {', '.join(choices)}")
+
+
+def emit_text(text: str, output: Path | None, what: str = "report") -> None:
+    """``text`` on stdout, or into ``output`` whole (a temporary file renamed over it: never half-written) with
+    an informational ``<what> written to <output>`` line."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(output)
+    info(f"{what} written to {output}")
+
+
 class RateColumn(ProgressColumn):
     """Items per second, from rich's running estimate."""
 
@@ -133,8 +151,9 @@ class RateColumn(ProgressColumn):
         return Text("–/s" if speed is None else f"{speed:.1f}/s")
 
 
-def count_progress() -> Progress:
-    """A transient progress bar on stderr with count, rate, ETA and elapsed time (see :func:`progress_display`)."""
+def count_progress(*extra: str | ProgressColumn) -> Progress:
+    """A transient progress bar on stderr with count, rate, ETA and elapsed time, then the ``extra`` columns
+    (see :func:`progress_display`)."""
     return progress_display(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -143,6 +162,7 @@ def count_progress() -> Progress:
         TextColumn("ETA"),
         TimeRemainingColumn(),
         TimeElapsedColumn(),
+        *extra,
     )
 
 

@@ -10,23 +10,16 @@ from pathlib import Path
 from typing import Annotated, cast
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, TextColumn
 
 from ragreplay.cli.common import (
-    RateColumn,
     add_fitted_columns,
+    check_choice,
     compact_table,
     console,
+    count_progress,
     info,
     open_store,
-    progress_display,
     settings_from,
     unpriced_note,
 )
@@ -54,16 +47,7 @@ ORDERS = ("both", "random")
 def compare_progress() -> Progress:
     """The comparison's progress: count, rate, ETA, elapsed, and the answers' cost so far with a ``+ price
     unknown (...)`` note for the judges without a price and the answer calls not priced (as ``run``'s)."""
-    return progress_display(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        RateColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TimeElapsedColumn(),
-        TextColumn("${task.fields[cost]:.4f}{task.fields[unpriced]}"),
-    )
+    return count_progress(TextColumn("${task.fields[cost]:.4f}{task.fields[unpriced]}"))
 
 
 async def _run(
@@ -168,8 +152,7 @@ def compare(
     """Answer the same cases with the champion and each challenger; report agreement (do they reach the same
     answer?) and blind judge preference (when they disagree, who wins?), with intervals, per tag, latency and
     cost. Every case is saved as it finishes: the same command again resumes (or re-shows) that comparison."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    check_choice(fmt, FORMATS)
     if order not in ORDERS:
         raise ConfigError(f"--order {order!r}: choose both or random")
     if limit is not None and limit < 1:
@@ -203,8 +186,7 @@ def compare_report(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Show a stored comparison again, from its saved rows: no target nor judge is called."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    check_choice(fmt, FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         summary = show_comparison(store, comparison_id)

@@ -6,13 +6,19 @@ errored (run the same command again: cached calls are not repeated), 2 a mistake
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import count_progress, err_console, info, open_store, settings_from
+from ragreplay.cli.common import (
+    check_choice,
+    count_progress,
+    emit_text,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.diagnosis.corpus_search import CorpusSearch, load_corpus_of
 from ragreplay.diagnosis.coverage_run import CoverageReport, check_coverage, check_coverage_judged
 from ragreplay.diagnosis.queries import DiffQuery, queries_from_file, queries_from_store
@@ -24,21 +30,6 @@ from ragreplay.report.coverage import DIAGNOSIS_FORMATS, render_coverage
 from ragreplay.report.retriever_diff import render_retriever_diff
 
 _FORMAT_HELP = "text | md | json"
-
-
-def _check_format(fmt: str) -> None:
-    if fmt not in DIAGNOSIS_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(DIAGNOSIS_FORMATS)}")
-
-
-def _emit(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        return
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)  # never a half-written report
-    info(f"report written to {output}")
 
 
 def _interrupted() -> typer.Exit:
@@ -72,7 +63,7 @@ def coverage(
     Facts are the reference's sentences (numbers, dates and names weigh more); the closest chunks of the whole
     corpus come from BM25 and the packaged embeddings. Exit 0 done, 1 some LLM checks errored, 2 a mistake.
     """
-    _check_format(fmt)
+    check_choice(fmt, DIAGNOSIS_FORMATS)
     settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
     rows = read_eval_dataset(dataset)
     docs, chunking = load_corpus_of(corpus)
@@ -104,7 +95,7 @@ def coverage(
             report = asyncio.run(go())
     except KeyboardInterrupt:
         raise _interrupted() from None
-    _emit(render_coverage(report, fmt), output)
+    emit_text(render_coverage(report, fmt), output)
     errored = report.summary.judge_verdicts.get("error", 0)
     if errored:
         err_console.print(f"{errored} LLM check(s) failed: run the same command again to retry them")
@@ -149,7 +140,7 @@ def retriever_diff(
     means, the share of queries whose top 1 changed and the chunks and documents most often gained or dropped.
     A builtin target is read k deep. Exit 0 done, 1 some queries errored, 2 a mistake.
     """
-    _check_format(fmt)
+    check_choice(fmt, DIAGNOSIS_FORMATS)
     settings = settings_from(config, db=db, concurrency=concurrency)
     found, label = _queries(queries, settings.db)
     found = found[:limit] if limit is not None else found
@@ -181,7 +172,7 @@ def retriever_diff(
             )
     except KeyboardInterrupt:
         raise _interrupted() from None
-    _emit(render_retriever_diff(report, fmt), output)
+    emit_text(render_retriever_diff(report, fmt), output)
     if report.errors:
         err_console.print(f"{report.errors} query(ies) errored: see the report")
         raise typer.Exit(1)

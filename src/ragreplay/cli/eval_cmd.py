@@ -9,13 +9,20 @@ interrupted (saved rows are kept: the same command resumes).
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import console, count_progress, err_console, info, open_store, settings_from
+from ragreplay.cli.common import (
+    check_choice,
+    console,
+    count_progress,
+    emit_text,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.core.eval import EvalRow
 from ragreplay.core.rubric import Rubric
 from ragreplay.datasets.golden import eval_rows, resolve
@@ -31,18 +38,8 @@ from ragreplay.store import Store
 from ragreplay.store.evals import EvalRunRecord
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in EVAL_REPORT_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(EVAL_REPORT_FORMATS)}")
-
-
 def _emit(report: EvalReport, fmt: str, output: Path | None) -> None:
-    text = render_eval_report(report, fmt)
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-        info(f"report written to {output}")
-    else:
-        sys.stdout.write(text)
+    emit_text(render_eval_report(report, fmt), output)
     errored = report.summary.errors
     if errored:
         err_console.print(
@@ -173,7 +170,7 @@ def eval_command(
     Each row is saved as it is scored: the same command resumes a killed run without repeating a call, and shows
     a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
     """
-    _check_format(fmt)
+    check_choice(fmt, EVAL_REPORT_FORMATS)
     graded_by = _judge_options(judge, rubric, repeats)
     golden = dataset.startswith(GOLDEN_PREFIX)
     if golden and target is None:
@@ -202,7 +199,7 @@ def eval_report(
     config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
 ) -> None:
     """Show a stored eval run again from its saved rows: no model is called."""
-    _check_format(fmt)
+    check_choice(fmt, EVAL_REPORT_FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         record = store.evals.get_eval(eval_id)

@@ -6,14 +6,12 @@ Exit codes: 0 shown, 2 a mistake (an unknown or ambiguous run id, runs sharing n
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import info, open_store, settings_from
-from ragreplay.errors import ConfigError
+from ragreplay.cli.common import check_choice, emit_text, open_store, settings_from
 from ragreplay.evaluation.diff import diff_runs
 from ragreplay.report.eval_diff import DIFF_FORMATS, render_diff
 
@@ -33,14 +31,8 @@ def eval_diff(
     B - A with a 95% paired bootstrap interval, a permutation p-value (and Holm's over the metrics) and effect
     sizes (Cohen's d_z, rank-biserial); rows on one side only are counted. No model is called.
     """
-    if fmt not in DIFF_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(DIFF_FORMATS)}")
+    check_choice(fmt, DIFF_FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         diff = diff_runs(store, run_a, run_b, seed=seed)
-    text = render_diff(diff, fmt)
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-        info(f"eval-diff written to {output}")
-    else:
-        sys.stdout.write(text)
+    emit_text(render_diff(diff, fmt), output, "eval-diff")

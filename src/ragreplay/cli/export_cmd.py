@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import info, open_store, settings_from
+from ragreplay.cli.common import check_choice, info, open_store, settings_from
 from ragreplay.errors import ConfigError
 from ragreplay.replay.result_table import RESULT_TABLE, find_run, result_rows
 from ragreplay.report.table_export import EXPORT_FORMATS, write_table
@@ -24,8 +24,7 @@ def export(
 ) -> None:
     """Export a run's cases and results, one row a case: the case (question, old answer, feedback, tags), the
     replay (question replayed, new answer, chunks, latency, tokens, cost) and the judgment and verdict."""
-    if fmt not in EXPORT_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    check_choice(fmt, EXPORT_FORMATS)
     if output.is_dir():
         raise ConfigError(
             f"--output {output} is a folder. Fix: give a file name, e.g. {output / f'run.{fmt}'}"

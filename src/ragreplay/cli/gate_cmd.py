@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import check_choice, console, count_progress, err_console, open_store, settings_from
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import EXIT_CODES, GatePolicy
 from ragreplay.core.regset import SetItem
@@ -249,8 +249,7 @@ def gate(
     and decide the three bars: no regression on wins, preference above 55% on contested, at least 20 of 60
     open wounds fixed. Exit 0 pass, 1 fail, 2 inconclusive, 3 could not run. Resumable like every run."""
     try:
-        if fmt not in GATE_REPORT_FORMATS:
-            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_REPORT_FORMATS)}")
+        check_choice(fmt, GATE_REPORT_FORMATS)
         gate_policy = load_policy(policy, rule)
         check_metrics(metrics)
         until = None
@@ -301,8 +300,7 @@ def gate_report(
 ) -> None:
     """Show a stored gate again from its saved items (no call is made); exits with the gate's code."""
     try:
-        if fmt not in GATE_REPORT_FORMATS:
-            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(GATE_REPORT_FORMATS)}")
+        check_choice(fmt, GATE_REPORT_FORMATS)
         settings = settings_from(config, db=db)
         with open_store(settings.db) as store:
             report = stored_report(store, gate_id)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import console, err_console, open_store, settings_from
+from ragreplay.cli.common import check_choice, console, err_console, open_store, settings_from
 from ragreplay.core.golden import GoldenRow, GoldenSetRecord
 from ragreplay.datasets.builders import rows_from_regset, rows_from_reviews
 from ragreplay.datasets.export import EXPORT_FORMATS, export_rows, write_whole
@@ -69,8 +69,7 @@ def export(
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
 ) -> None:
     """Write a version's rows as JSONL or CSV (both import back as the same content)."""
-    if fmt not in EXPORT_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    check_choice(fmt, EXPORT_FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         record, rows = resolve(store, ref)
@@ -119,8 +118,7 @@ def show(
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
 ) -> None:
     """A version: its recipe, content hash, rows per tag and its first rows."""
-    if fmt not in SHOW_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(SHOW_FORMATS)}")
+    check_choice(fmt, SHOW_FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         record, found = resolve(store, ref)

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from ragreplay.cli.common import check_choice
 from ragreplay.core.comparisons import ComparisonRecord
 from ragreplay.core.runs import ResultStatus, RunRecord, SourceRecord
-from ragreplay.errors import ConfigError
 
 OUTPUT_FORMATS = ("text", "json")
 FORMAT_HELP = "text | json (one JSON document on stdout, for scripts)"
@@ -20,8 +20,7 @@ FORMAT_HELP = "text | json (one JSON document on stdout, for scripts)"
 
 def check_output_format(fmt: str, flag: str = "--format") -> bool:
     """Whether ``fmt`` asks for JSON; a :class:`ConfigError` naming ``flag`` when it is neither text nor json."""
-    if fmt not in OUTPUT_FORMATS:
-        raise ConfigError(f"{flag} {fmt!r}: choose one of {', '.join(OUTPUT_FORMATS)}")
+    check_choice(fmt, OUTPUT_FORMATS, flag)
     return fmt == "json"
 
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import TaskID
 
-from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import check_choice, console, count_progress, err_console, open_store, settings_from
 from ragreplay.core.gate import GRADUATE_AFTER
 from ragreplay.core.regset import STRATA, Source, Stratum
 from ragreplay.errors import ConfigError
@@ -175,8 +175,7 @@ def build(
     sizes = check_sizes(wins, contested, wounds)
     if source not in SOURCES:
         raise ConfigError(f"--source {source!r}: choose shadow, replay or both")
-    if embedder not in EMBEDDERS:
-        raise ConfigError(f"--embedder {embedder!r}: choose one of {', '.join(EMBEDDERS)}")
+    check_choice(embedder, EMBEDDERS, "--embedder")
     if graduate_after < 0:
         raise ConfigError(f"--graduate-after {graduate_after}: must be 0 (never) or more")
     settings = settings_from(config, db=db)
@@ -231,8 +230,7 @@ def show(
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
 ) -> None:
     """Show a version: its recipe, strata (with what each stands for in traffic) and every item."""
-    if fmt not in SHOW_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(SHOW_FORMATS)}")
+    check_choice(fmt, SHOW_FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         version = load_version(store, ref)
@@ -248,8 +246,7 @@ def diff(
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
 ) -> None:
     """What changed between two versions: questions added, removed, and moved between strata."""
-    if fmt not in DIFF_FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(DIFF_FORMATS)}")
+    check_choice(fmt, DIFF_FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         changes = diff_versions(store, old, new)

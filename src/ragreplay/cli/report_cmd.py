@@ -8,10 +8,16 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import add_fitted_columns, compact_table, console, open_store, settings_from
+from ragreplay.cli.common import (
+    add_fitted_columns,
+    check_choice,
+    compact_table,
+    console,
+    open_store,
+    settings_from,
+)
 from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, run_json, source_json, write_json
 from ragreplay.core.runs import ResultStatus, RunStatus
-from ragreplay.errors import ConfigError
 from ragreplay.replay.replay_run import summarize_run
 from ragreplay.report import FORMATS, render
 from ragreplay.report.terminal import build_renderable
@@ -30,8 +36,7 @@ def report(
 ) -> None:
     """Show a run's verdict matrix, rates with intervals, per-tag rows, the failure tags reviewers gave its
     cases and the cases to review."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    check_choice(fmt, FORMATS)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
         summary = with_run_failure_tags(store, summarize_run(store, run_id))

@@ -10,7 +10,7 @@ from typing import Annotated, cast
 
 import typer
 
-from ragreplay.cli.common import console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import check_choice, console, count_progress, err_console, open_store, settings_from
 from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import Progress
@@ -141,8 +141,7 @@ def report(
     latency, cost, per tag, the failure tags reviewers gave each challenger's rows and, where users rated the
     champion's answer, the GOOD/BAD verdict matrix.
     Calls no model: run `ragreplay shadow judge` first."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    check_choice(fmt, FORMATS)
     start = parse_since(since)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:

@@ -10,7 +10,7 @@ from typing import Annotated, cast
 
 import typer
 
-from ragreplay.cli.common import console, open_store, settings_from
+from ragreplay.cli.common import check_choice, console, open_store, settings_from
 from ragreplay.compare.triage import TriageReport, triage_run
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.writer import StoreWriter
@@ -45,8 +45,7 @@ def triage(
 ) -> None:
     """Judge the old answer against the new one for every BAD_NO_FIT case of a run (blind, both orders by
     default) and list them as likely fixed (new wins), likely worse (old wins) or changed, unclear."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    check_choice(fmt, FORMATS)
     if order not in ("both", "random"):
         raise ConfigError(f"--order {order!r}: choose both or random")
     settings = settings_from(config, db=db)
