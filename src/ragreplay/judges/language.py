@@ -1,9 +1,10 @@
 """Which language a text is in, for the wrong-language flags of compare and shadow reports and the dashboard.
 
 The model is py3langid's (a maintained fork of langid.py: a naive Bayes classifier over byte n-grams, trained on
-139 language codes (languages and a few regional or historic varieties), shipped inside the wheel; nothing is downloaded). It is imported
-and loaded on the first call (about 1-1.5 s and 130 MB), never on ``ragreplay --help``; a call then costs about
-0.1-0.3 ms per answer of 180 characters (docs/judges.md, ``benchmarks/language_detection.py``).
+139 language codes, languages and a few regional or historic varieties; shipped inside the wheel, nothing is
+downloaded). It is imported and loaded on the first call (about 1-1.5 s and 130 MB), never on
+``ragreplay --help``; a call then costs about 0.1-0.3 ms per answer of 180 characters (docs/judges.md,
+``benchmarks/language_detection.py``).
 
 :func:`detect_language` answers an ISO 639 code only when it is sure, else ``None``:
 
