@@ -72,3 +72,12 @@ def test_one_command_imports_only_its_own_module() -> None:
     commands = [m for m in result["ours"] if m.endswith("_cmd")]
     assert commands == ["ragreplay.cli.schema_cmd"]
     assert "uvicorn" not in result["heavy"]  # only the commands that serve import the server
+
+
+def test_a_run_imports_neither_httpx_nor_numpy_before_its_first_case() -> None:
+    """The run command's chain (targets/loader, the store, the engine) imports the HTTP target's httpx and the
+    regression set's numpy only when a target or a feature uses them."""
+    result = _probe(["run", "--help"])
+    assert result["code"] == 0
+    assert "ragreplay.targets.loader" in result["ours"] and "ragreplay.store" in result["ours"]
+    assert "httpx" not in result["heavy"] and "numpy" not in result["heavy"]

@@ -28,13 +28,15 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragreplay.core.ids import content_hash
 from ragreplay.core.types import Feedback, Fit
+
+if TYPE_CHECKING:  # only annotations: the store reads this module, and a run needs no numpy
+    import numpy as np
 
 Stratum = Literal["win", "contested", "wound"]
 STRATA: tuple[Stratum, ...] = ("win", "contested", "wound")

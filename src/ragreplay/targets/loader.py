@@ -15,7 +15,6 @@ from ragreplay.targets.config import (
     read_target_file,
 )
 from ragreplay.targets.fake import fake_target_from_config
-from ragreplay.targets.http import http_target_from_config
 from ragreplay.targets.logged import logged_target_from_config
 from ragreplay.targets.python import python_target_from_config
 
@@ -39,6 +38,9 @@ def target_from_config(cfg: TargetConfig, base_dir: Path, name: str, source: str
     if isinstance(cfg, PythonTargetConfig):
         return python_target_from_config(cfg, base_dir, name, where)
     if isinstance(cfg, HttpTargetConfig):
+        # Imported here: httpx, which only an HTTP target needs, takes a tenth of a second to import.
+        from ragreplay.targets.http import http_target_from_config
+
         return http_target_from_config(cfg, name, where)
     if isinstance(cfg, LoggedTargetConfig):
         return logged_target_from_config(cfg, base_dir, name, where)
