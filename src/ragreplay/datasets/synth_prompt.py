@@ -11,16 +11,20 @@ which the shipped fake model returns as its reply (:mod:`ragreplay.providers.fak
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ragreplay.core.chat import ChatMessage, ChatRequest, ResponseFormat
-from ragreplay.core.ids import content_hash
+from ragreplay.core.chat import ChatRequest
 from ragreplay.datasets.synth_plan import Kind, SynthDraft, SynthTask
-from ragreplay.judges.fence import data_rules, fence
+from ragreplay.judges.fence import fence
 from ragreplay.judges.json_reply import read_reply_object
+from ragreplay.judges.structured import (
+    numbered_chunks,
+    structured_prompt_version,
+    structured_request,
+    structured_system,
+)
 
 TASK = "synth"
 """The request's task: the fake model answers it with the hints' draft."""
@@ -75,23 +79,18 @@ _EXAMPLE = {
 }
 _FENCED = ("contexts",)
 REPLY_SCHEMA: dict[str, Any] = SynthReply.model_json_schema()
-PROMPT_VERSION = "synth-1." + content_hash(
-    {"system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "example": _EXAMPLE, "schema": REPLY_SCHEMA}, 8
-)
+PROMPT_VERSION = structured_prompt_version("synth-1", SYSTEM_PROMPT, USER_TEMPLATE, _EXAMPLE, REPLY_SCHEMA)
 
 
 def build_request(task: SynthTask) -> ChatRequest:
     """The one request that writes ``task``'s item."""
-    chunks = "\n\n".join(f"[{n}] {c.id}\n{c.text}" for n, c in enumerate(task.chunks, start=1))
+    chunks = numbered_chunks((c.id, c.text) for c in task.chunks)
     shown = f"Topic: {task.focus}\n\n{chunks}"
-    system = SYSTEM_PROMPT.format(
-        rules=data_rules(_FENCED, "write questions from"), example=json.dumps(_EXAMPLE)
-    )
-    user = USER_TEMPLATE.format(kind=task.kind, contexts=fence("contexts", shown))
-    return ChatRequest(
-        messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)),
-        temperature=0.0,
-        response_format=ResponseFormat(name="synth_item", json_schema=REPLY_SCHEMA),
+    return structured_request(
+        system=structured_system(SYSTEM_PROMPT, _FENCED, "write questions from", _EXAMPLE),
+        user=USER_TEMPLATE.format(kind=task.kind, contexts=fence("contexts", shown)),
+        schema_name="synth_item",
+        schema=REPLY_SCHEMA,
         prompt_version=PROMPT_VERSION,
         task=TASK,
         hints={"kind": task.kind, "draft": task.draft.as_reply()},

@@ -9,17 +9,21 @@ verdict, ``covered`` (every key fact is stated), ``partly`` or ``missing`` (none
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragreplay.core.chat import ChatMessage, ChatRequest, ProviderError, ResponseFormat
-from ragreplay.core.ids import content_hash
+from ragreplay.core.chat import ChatRequest, ProviderError
 from ragreplay.diagnosis.coverage import JudgeCheck
-from ragreplay.judges.fence import data_rules, fence
+from ragreplay.judges.fence import fence
 from ragreplay.judges.json_reply import read_reply_object
+from ragreplay.judges.structured import (
+    numbered_chunks,
+    structured_prompt_version,
+    structured_request,
+    structured_system,
+)
 from ragreplay.ports import ChatModel
 
 TASK = "coverage"
@@ -83,24 +87,21 @@ _EXAMPLE = {
 }
 _FENCED = ("question", "reference", "contexts")
 REPLY_SCHEMA: dict[str, Any] = CoverageReply.model_json_schema()
-PROMPT_VERSION = "coverage-1." + content_hash(
-    {"system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "example": _EXAMPLE, "schema": REPLY_SCHEMA}, 8
-)
+PROMPT_VERSION = structured_prompt_version("coverage-1", SYSTEM_PROMPT, USER_TEMPLATE, _EXAMPLE, REPLY_SCHEMA)
 
 
 def build_request(question: str, reference: str, chunks: Sequence[tuple[str, str]]) -> ChatRequest:
     """The one request that checks a question; ``chunks`` are ``(id, text)`` of the closest chunks."""
-    numbered = "\n\n".join(f"[{n}] {cid}\n{text}" for n, (cid, text) in enumerate(chunks, start=1))
     user = USER_TEMPLATE.format(
         question=fence("question", question),
         reference=fence("reference", reference),
-        contexts=fence("contexts", numbered or "(no chunk found)"),
+        contexts=fence("contexts", numbered_chunks(chunks) or "(no chunk found)"),
     )
-    system = SYSTEM_PROMPT.format(rules=data_rules(_FENCED, "check"), example=json.dumps(_EXAMPLE))
-    return ChatRequest(
-        messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)),
-        temperature=0.0,
-        response_format=ResponseFormat(name="coverage_check", json_schema=REPLY_SCHEMA),
+    return structured_request(
+        system=structured_system(SYSTEM_PROMPT, _FENCED, "check", _EXAMPLE),
+        user=user,
+        schema_name="coverage_check",
+        schema=REPLY_SCHEMA,
         prompt_version=PROMPT_VERSION,
         task=TASK,
         hints={"question": question, "reference": reference, "contexts": [text for _, text in chunks]},

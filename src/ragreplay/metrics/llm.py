@@ -28,18 +28,22 @@ claims, and a reply that cannot be read (every metric).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ResponseFormat
+from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.eval import EvalRow, MetricValue
-from ragreplay.core.ids import content_hash
-from ragreplay.judges.fence import data_rules, fence
+from ragreplay.judges.fence import fence
 from ragreplay.judges.json_reply import read_reply_object
+from ragreplay.judges.structured import (
+    numbered_chunks,
+    structured_prompt_version,
+    structured_request,
+    structured_system,
+)
 from ragreplay.ports import ChatModel
 
 TASK = "claims"
@@ -149,22 +153,20 @@ _FENCED = ("question", "checked_answer", "contexts", "reference")
 _DECIDING = ("answer_claims",)
 
 REPLY_SCHEMA: dict[str, Any] = ClaimsReply.model_json_schema()
-PROMPT_VERSION = "claims-1." + content_hash(
-    {"system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "example": _EXAMPLE, "schema": REPLY_SCHEMA}, 8
-)
+PROMPT_VERSION = structured_prompt_version("claims-1", SYSTEM_PROMPT, USER_TEMPLATE, _EXAMPLE, REPLY_SCHEMA)
 """Stored with every eval run and part of the cache key: a changed prompt never reuses old replies."""
 
 
 def system_prompt() -> str:
     """The system message, with the shared data rules and the example."""
-    return SYSTEM_PROMPT.format(rules=data_rules(_FENCED, "check"), example=json.dumps(_EXAMPLE))
+    return structured_system(SYSTEM_PROMPT, _FENCED, "check", _EXAMPLE)
 
 
 def format_contexts(row: EvalRow) -> str:
     """The contexts as the judge reads them: ``[n] id`` then the text; a note when there are none."""
     if not row.contexts:
         return "(no contexts retrieved)"
-    return "\n\n".join(f"[{n}] {c.id}\n{c.text}" for n, c in enumerate(row.contexts, start=1))
+    return numbered_chunks((c.id, c.text) for c in row.contexts)
 
 
 def for_repeat(prompt_version: str, repeat: int) -> str:
@@ -174,31 +176,40 @@ def for_repeat(prompt_version: str, repeat: int) -> str:
     return prompt_version if repeat == 0 else f"{prompt_version}#repeat{repeat}"
 
 
-def build_request(row: EvalRow, repeat: int = 0) -> ChatRequest:
-    """The one request that scores ``row`` (for the ``repeat``-th time: see :func:`for_repeat`)."""
-    user = USER_TEMPLATE.format(
-        question=fence("question", row.question),
-        answer=fence("checked_answer", row.answer),
-        contexts=fence("contexts", format_contexts(row)),
-        reference=fence("reference", row.reference if row.reference is not None else "(no reference given)"),
-    )
-    hints = {
+def fenced_row(row: EvalRow) -> dict[str, str]:
+    """The row's question, answer, contexts and reference fenced as the judge reads them: the fields of a user
+    template that shows a row (this module's and the rubric judge's)."""
+    return {
+        "question": fence("question", row.question),
+        "answer": fence("checked_answer", row.answer),
+        "contexts": fence("contexts", format_contexts(row)),
+        "reference": fence(
+            "reference", row.reference if row.reference is not None else "(no reference given)"
+        ),
+    }
+
+
+def row_hints(row: EvalRow, repeat: int) -> dict[str, Any]:
+    """What the fake model answers a row's request from: the row's texts and the repeat."""
+    return {
         "question": row.question,
         "answer": row.answer,
         "reference": row.reference,
         "contexts": [c.text for c in row.contexts],
         "repeat": repeat,
     }
-    return ChatRequest(
-        messages=(
-            ChatMessage(role="system", content=system_prompt()),
-            ChatMessage(role="user", content=user),
-        ),
-        temperature=0.0,
-        response_format=ResponseFormat(name="claims_check", json_schema=REPLY_SCHEMA),
+
+
+def build_request(row: EvalRow, repeat: int = 0) -> ChatRequest:
+    """The one request that scores ``row`` (for the ``repeat``-th time: see :func:`for_repeat`)."""
+    return structured_request(
+        system=system_prompt(),
+        user=USER_TEMPLATE.format(**fenced_row(row)),
+        schema_name="claims_check",
+        schema=REPLY_SCHEMA,
         prompt_version=for_repeat(PROMPT_VERSION, repeat),
         task=TASK,
-        hints=hints,
+        hints=row_hints(row, repeat),
     )
 
 

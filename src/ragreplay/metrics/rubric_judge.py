@@ -16,18 +16,17 @@ reuses old replies.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragreplay.core.chat import ChatMessage, ChatRequest, ChatResponse, ResponseFormat
+from ragreplay.core.chat import ChatRequest, ChatResponse
 from ragreplay.core.eval import CriterionScore, EvalRow, MetricValue
-from ragreplay.core.ids import content_hash
 from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, Rubric, normalised
-from ragreplay.judges.fence import data_rules, escape_tags, fence
+from ragreplay.judges.fence import escape_tags
 from ragreplay.judges.json_reply import read_reply_object
-from ragreplay.metrics.llm import for_repeat, format_contexts
+from ragreplay.judges.structured import structured_prompt_version, structured_request, structured_system
+from ragreplay.metrics.llm import fenced_row, for_repeat, row_hints
 from ragreplay.ports import ChatModel
 
 TASK = "rubric"
@@ -69,7 +68,6 @@ _EXAMPLE = {
     }
 }
 _FENCED = ("question", "checked_answer", "contexts", "reference")
-_VERSION_BASE = {"system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "example": _EXAMPLE}
 
 
 def reply_schema(rubric: Rubric) -> dict[str, Any]:
@@ -101,8 +99,13 @@ def reply_schema(rubric: Rubric) -> dict[str, Any]:
 
 def prompt_version(rubric: Rubric) -> str:
     """``rubric-1.<hash>`` of the prompt's text, its example, the schema and the rubric itself."""
-    return "rubric-1." + content_hash(
-        {**_VERSION_BASE, "schema": reply_schema(rubric), "rubric": rubric.model_dump(mode="json")}, 8
+    return structured_prompt_version(
+        "rubric-1",
+        SYSTEM_PROMPT,
+        USER_TEMPLATE,
+        _EXAMPLE,
+        reply_schema(rubric),
+        rubric=rubric.model_dump(mode="json"),
     )
 
 
@@ -117,40 +120,26 @@ def format_criteria(rubric: Rubric) -> str:
 
 def system_prompt(rubric: Rubric) -> str:
     """The system message: the data rules, the rubric and the example."""
-    return SYSTEM_PROMPT.format(
-        rules=data_rules(_FENCED, "grade"),
+    return structured_system(
+        SYSTEM_PROMPT,
+        _FENCED,
+        "grade",
+        _EXAMPLE,
         name=escape_tags(rubric.name),
         criteria=format_criteria(rubric),
-        example=json.dumps(_EXAMPLE),
     )
 
 
 def build_request(row: EvalRow, rubric: Rubric, repeat: int = 0) -> ChatRequest:
     """The one request that scores ``row`` on every criterion (``repeat``: see :func:`~.llm.for_repeat`)."""
-    user = USER_TEMPLATE.format(
-        question=fence("question", row.question),
-        answer=fence("checked_answer", row.answer),
-        contexts=fence("contexts", format_contexts(row)),
-        reference=fence("reference", row.reference if row.reference is not None else "(no reference given)"),
-    )
-    hints = {
-        "question": row.question,
-        "answer": row.answer,
-        "reference": row.reference,
-        "contexts": [c.text for c in row.contexts],
-        "criteria": [c.name for c in rubric.criteria],
-        "repeat": repeat,
-    }
-    return ChatRequest(
-        messages=(
-            ChatMessage(role="system", content=system_prompt(rubric)),
-            ChatMessage(role="user", content=user),
-        ),
-        temperature=0.0,
-        response_format=ResponseFormat(name="rubric_scores", json_schema=reply_schema(rubric)),
+    return structured_request(
+        system=system_prompt(rubric),
+        user=USER_TEMPLATE.format(**fenced_row(row)),
+        schema_name="rubric_scores",
+        schema=reply_schema(rubric),
         prompt_version=for_repeat(prompt_version(rubric), repeat),
         task=TASK,
-        hints=hints,
+        hints={**row_hints(row, repeat), "criteria": [c.name for c in rubric.criteria]},
     )
 
 
