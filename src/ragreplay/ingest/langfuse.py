@@ -26,11 +26,11 @@ from ragreplay.ingest.trace_text import answer_of, chunks_of, history_of, questi
 from ragreplay.ingest.trace_turns import (
     Turn,
     add_tags,
-    apply_votes,
-    conversations,
     optional_text,
     required_id,
     span_ms,
+    token_counts,
+    voted_conversations,
 )
 
 _TRACE_FIX = 'every observation and score needs the "traceId" of its trace'
@@ -77,22 +77,18 @@ def read_langfuse(
             prefix = f"data[{i}]." if item is not obj else ""
             if isinstance(item, dict):
                 reader.add(rec, item, prefix)
-    if not reader.log.problems:
-        turns = reader.turns()
-        apply_votes(turns, reader.votes, lambda target: target, reader.log, "score")
-        if not reader.log.problems:
-            yield from conversations(turns)
-    if problems is None:
-        reader.log.raise_if_any()
+    yield from voted_conversations(
+        reader.log, problems is None, reader.turns, (reader.votes, lambda target: target, "score")
+    )
 
 
 def _tokens(obj: dict[str, Any]) -> TokenUsage | None:
     for key in ("usageDetails", "usage"):
         usage = obj.get(key)
         if isinstance(usage, dict):
-            counts = [usage.get(k) for k in ("input", "output")]
-            if all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
-                return TokenUsage(input=int(counts[0] or 0), output=int(counts[1] or 0))
+            tokens = token_counts(usage.get("input"), usage.get("output"))
+            if tokens is not None:
+                return tokens
     prompt, completion = obj.get("promptTokens"), obj.get("completionTokens")
     if isinstance(prompt, int) and isinstance(completion, int):
         return TokenUsage(input=max(prompt, 0), output=max(completion, 0))

@@ -28,11 +28,11 @@ from ragreplay.ingest.trace_text import answer_of, as_dict, chunks_of, history_o
 from ragreplay.ingest.trace_turns import (
     Turn,
     add_tags,
-    apply_votes,
-    conversations,
     optional_text,
     required_id,
     span_ms,
+    token_counts,
+    voted_conversations,
 )
 
 #: Metadata keys that name a LangSmith thread, in the order they are looked for.
@@ -74,14 +74,13 @@ def read_langsmith(
     reader = _Reader(mapping or FieldMapping(), problems if problems is not None else ProblemLog(str(path)))
     for rec, obj in trace_records(path, reader.log, progress):
         reader.add(rec, obj)
-    if not reader.log.problems:
-        turns = reader.turns()
-        apply_votes(turns, reader.stats, reader.root_of, reader.log, "feedback_stats")
-        apply_votes(turns, reader.votes, reader.root_of, reader.log, "feedback row")
-        if not reader.log.problems:
-            yield from conversations(turns)
-    if problems is None:
-        reader.log.raise_if_any()
+    yield from voted_conversations(
+        reader.log,
+        problems is None,
+        reader.turns,
+        (reader.stats, reader.root_of, "feedback_stats"),
+        (reader.votes, reader.root_of, "feedback row"),
+    )
 
 
 def _tokens(obj: dict[str, Any]) -> TokenUsage | None:
@@ -89,9 +88,7 @@ def _tokens(obj: dict[str, Any]) -> TokenUsage | None:
     if not all(isinstance(c, int) for c in counts):
         usage = as_dict(as_dict(as_dict(obj.get("outputs")).get("llm_output")).get("token_usage"))
         counts = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
-    if all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
-        return TokenUsage(input=int(counts[0] or 0), output=int(counts[1] or 0))
-    return None
+    return token_counts(*counts)
 
 
 class _Reader:

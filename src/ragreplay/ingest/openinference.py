@@ -10,15 +10,15 @@ holding them), as Phoenix's span annotations and evaluations export them. See do
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ragreplay.core.types import Conversation, TokenUsage
 from ragreplay.ingest.fields import parse_ts
-from ragreplay.ingest.json_records import trace_records
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.problems import ProblemLog, Record
-from ragreplay.ingest.span_traces import Call, SpanFacts, SpanTraces, otlp_spans
+from ragreplay.ingest.span_traces import Call, SpanFacts, SpanTraces, otlp_spans, span_conversations
 from ragreplay.ingest.trace_feedback import Votes, is_feedback_name, score_feedback
 from ragreplay.ingest.trace_text import (
     answer_of,
@@ -30,7 +30,7 @@ from ragreplay.ingest.trace_text import (
     maybe_json,
     question_of,
 )
-from ragreplay.ingest.trace_turns import add_tags, apply_votes, conversations, optional_text, required_id
+from ragreplay.ingest.trace_turns import add_tags, optional_text, required_id
 
 _SPAN_FIX = "export spans with their context (trace_id and span_id), e.g. px.Client().get_spans_dataframe()"
 
@@ -43,34 +43,30 @@ def read_openinference(
 ) -> Iterator[tuple[int, Conversation]]:
     """Stream ``(first line, Conversation)`` from OpenInference spans: a conversation per ``session.id``.
 
-    The whole file is read before the first conversation is yielded; problems are handled as in
-    :func:`~ragreplay.ingest.canonical.read_canonical`.
+    Read as :func:`~ragreplay.ingest.span_traces.span_conversations` reads a span file.
     """
-    mapping = mapping or FieldMapping()
-    log = problems if problems is not None else ProblemLog(str(path))
-    spans, votes = SpanTraces(), Votes()
-    for rec, obj in trace_records(path, log, progress):
-        if "resourceSpans" in obj:
-            for otlp in otlp_spans(rec, obj):
-                parent = otlp.parent_id
-                spans.add(
-                    span_facts(
-                        otlp.trace_id, otlp.span_id, parent, otlp.attrs, rec.line or 0, otlp.start, otlp.end
-                    )
+    return span_conversations(
+        path, problems, progress, partial(_read_record, mapping or FieldMapping()), "annotation"
+    )
+
+
+def _read_record(
+    mapping: FieldMapping, rec: Record, obj: dict[str, Any], spans: SpanTraces, votes: Votes
+) -> None:
+    if "resourceSpans" in obj:
+        for otlp in otlp_spans(rec, obj):
+            parent = otlp.parent_id
+            spans.add(
+                span_facts(
+                    otlp.trace_id, otlp.span_id, parent, otlp.attrs, rec.line or 0, otlp.start, otlp.end
                 )
-        elif _is_annotation(obj):
-            _annotation(rec, obj, mapping, votes)
-        else:
-            facts = _phoenix_span(rec, obj)
-            if facts is not None:
-                spans.add(facts)
-    if not log.problems:
-        turns = spans.turns()
-        apply_votes(turns, votes, spans.trace_of, log, "annotation")
-        if not log.problems:
-            yield from conversations(turns)
-    if problems is None:
-        log.raise_if_any()
+            )
+    elif _is_annotation(obj):
+        _annotation(rec, obj, mapping, votes)
+    else:
+        facts = _phoenix_span(rec, obj)
+        if facts is not None:
+            spans.add(facts)
 
 
 def _is_annotation(obj: dict[str, Any]) -> bool:

@@ -12,17 +12,17 @@ the feedback. See docs/importers.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ragreplay.core.types import Conversation, TokenUsage
-from ragreplay.ingest.json_records import trace_records
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.problems import ProblemLog, Record
-from ragreplay.ingest.span_traces import Call, OtlpSpan, SpanFacts, SpanTraces, otlp_spans
+from ragreplay.ingest.span_traces import Call, OtlpSpan, SpanFacts, SpanTraces, otlp_spans, span_conversations
 from ragreplay.ingest.trace_feedback import Votes, is_feedback_name, score_feedback
 from ragreplay.ingest.trace_text import answer_of, chunks_of, history_of, indexed, maybe_json, question_of
-from ragreplay.ingest.trace_turns import apply_votes, conversations, optional_text
+from ragreplay.ingest.trace_turns import optional_text
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 _ROLE_EVENTS = {
@@ -42,30 +42,26 @@ def read_otel(
 ) -> Iterator[tuple[int, Conversation]]:
     """Stream ``(first line, Conversation)`` from OTLP JSON spans: a conversation per ``gen_ai.conversation.id``.
 
-    The whole file is read before the first conversation is yielded; problems are handled as in
-    :func:`~ragreplay.ingest.canonical.read_canonical`.
+    Read as :func:`~ragreplay.ingest.span_traces.span_conversations` reads a span file.
     """
-    mapping = mapping or FieldMapping()
-    log = problems if problems is not None else ProblemLog(str(path))
-    spans, votes = SpanTraces(), Votes()
-    for rec, obj in trace_records(path, log, progress):
-        if "resourceSpans" not in obj:
-            rec.problem(
-                None,
-                "not an OTLP JSON export (no resourceSpans)",
-                "write spans with the OpenTelemetry collector's file exporter (OTLP JSON), or pick another --format",
-            )
-            continue
-        for span in otlp_spans(rec, obj):
-            spans.add(_facts(span, rec.line or 0))
-            _evaluations(rec, span, mapping, votes)
-    if not log.problems:
-        turns = spans.turns()
-        apply_votes(turns, votes, spans.trace_of, log, "evaluation event")
-        if not log.problems:
-            yield from conversations(turns)
-    if problems is None:
-        log.raise_if_any()
+    return span_conversations(
+        path, problems, progress, partial(_read_record, mapping or FieldMapping()), "evaluation event"
+    )
+
+
+def _read_record(
+    mapping: FieldMapping, rec: Record, obj: dict[str, Any], spans: SpanTraces, votes: Votes
+) -> None:
+    if "resourceSpans" not in obj:
+        rec.problem(
+            None,
+            "not an OTLP JSON export (no resourceSpans)",
+            "write spans with the OpenTelemetry collector's file exporter (OTLP JSON), or pick another --format",
+        )
+        return
+    for span in otlp_spans(rec, obj):
+        spans.add(_facts(span, rec.line or 0))
+        _evaluations(rec, span, mapping, votes)
 
 
 def _event_messages(span: OtlpSpan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

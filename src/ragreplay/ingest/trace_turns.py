@@ -56,6 +56,12 @@ def add_tags(tags: dict[str, str], values: object) -> None:
             tags.setdefault(str(key)[:MAX_TAG_CHARS], stringify(value)[:MAX_TAG_CHARS])
 
 
+def token_counts(inputs: object, outputs: object) -> TokenUsage | None:
+    """A call's tokens from its input and output counts when both are whole numbers of 0 or more."""
+    counts = [c for c in (inputs, outputs) if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
+    return TokenUsage(input=counts[0], output=counts[1]) if len(counts) == 2 else None
+
+
 def span_ms(start: datetime | None, end: datetime | None) -> float | None:
     """Milliseconds from ``start`` to ``end``; ``None`` without both (or if ``end`` is before ``start``)."""
     if start is None or end is None:
@@ -82,6 +88,27 @@ def apply_votes(
             )
             continue
         turns[trace_id].feedback = feedback
+
+
+Ballot = tuple[Votes, Callable[[str], str | None], str]
+"""Votes to put on the turns: the votes, what maps their target to a trace id, and what names their records
+(see :func:`apply_votes`)."""
+
+
+def voted_conversations(
+    log: ProblemLog, owned: bool, turns_of: Callable[[], dict[str, Turn]], *ballots: Ballot
+) -> Iterator[tuple[int, Conversation]]:
+    """How every trace importer ends, once its file is read: when no problem was logged, the turns
+    (``turns_of``) with each ballot's votes put on them in order, and their :func:`conversations` when no vote
+    was a problem; then, when the importer made ``log`` itself (``owned``), its problems raised."""
+    if not log.problems:
+        turns = turns_of()
+        for votes, trace_of, what in ballots:
+            apply_votes(turns, votes, trace_of, log, what)
+        if not log.problems:
+            yield from conversations(turns)
+    if owned:
+        log.raise_if_any()
 
 
 def _start_key(turn: Turn) -> tuple[float, int]:
