@@ -41,11 +41,8 @@ from ragreplay.targets.loader import load_target
 
 def ingest_log(path: str | Path, db: str = "ragreplay.db", fmt: str | None = None) -> IngestSummary:
     """Ingest a conversation log into the store at ``db``; a notebook shows the summary as a table."""
-    store = Store.open(db)
-    try:
+    with Store.open(db) as store:
         return IngestSummaryView.of(ingest_file(Path(path), store, fmt))
-    finally:
-        store.close()
 
 
 async def run_async(
@@ -64,16 +61,13 @@ async def run_async(
     settings = base.model_copy(
         update={"db": db, "judge": judge, "rewriter": rewriter or base.rewriter, "concurrency": concurrency}
     )
-    store = Store.open(settings.db)
-    try:
+    with Store.open(settings.db) as store:
         cases = case_selection(store, None, tags, None)
         selection = {"tags": dict(tags) if tags else None}
         run = await replay_run.replay(
             store, settings, load_target(Path(target)), cases, selection, os.environ, fresh, progress
         )
         return run.id
-    finally:
-        store.close()
 
 
 def run(target: str | Path, judge: str, db: str = "ragreplay.db", **kwargs: object) -> str:
@@ -84,11 +78,8 @@ def run(target: str | Path, judge: str, db: str = "ragreplay.db", **kwargs: obje
 def summary(run_id: str, db: str = "ragreplay.db") -> RunSummaryView:
     """The summary of a run (verdict counts, rates with intervals, per-tag rows, cases); a notebook shows its
     counts, verdict matrix and rates as tables."""
-    store = Store.open(db)
-    try:
+    with Store.open(db) as store:
         return RunSummaryView.of(summarize_run(store, run_id))
-    finally:
-        store.close()
 
 
 def run_dataframe(run_id: str, db: str = "ragreplay.db") -> Any:
@@ -126,8 +117,7 @@ def run_gate(
     ``verdict.decision`` is pass, fail, inconclusive or error and ``verdict.exit_code`` the CLI's code; a notebook
     shows the decision and its bars."""
     base = settings or Settings()
-    store = Store.open(db)
-    try:
+    with Store.open(db) as store:
         report = asyncio.run(
             gate_target_files(
                 store=store,
@@ -142,8 +132,6 @@ def run_gate(
                 fresh=fresh,
             )
         )
-    finally:
-        store.close()
     return GateReportView.of(report)
 
 
