@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from ragreplay.core.pairwise import AxisScores, PairwiseJudgment
 from ragreplay.core.regset import Stratum, question_key
@@ -14,6 +15,7 @@ from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRe
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.ingest import ingest_file
 from ragreplay.judges.position import PairOutcome
+from ragreplay.regset.build import BuiltSet, TokenHashEmbedder, build_regset
 from ragreplay.store import Store
 
 PRODUCTION_LOG = Path(__file__).parents[1] / "src" / "ragreplay" / "demo" / "data" / "production.jsonl"
@@ -170,3 +172,17 @@ def judgment_record(row: ShadowRow, fit: Fit, judged: PairOutcome) -> ShadowJudg
 def ingest_production(store: Store) -> None:
     """The shipped production log (216 labelled cases, 118 bad, 98 good)."""
     ingest_file(PRODUCTION_LOG, store)
+
+
+def build_shadow_regset(store: Store, now: datetime, **kwargs: Any) -> BuiltSet:
+    """A version built from the shadow rows :func:`seed_shadow` wrote for ``now`` (the week before it, up to 5
+    questions per stratum), embedded by token hashing; ``kwargs`` go to ``build_regset``."""
+    return build_regset(
+        store,
+        now - timedelta(days=7),
+        now + timedelta(minutes=1),
+        {"win": 5, "contested": 5, "wound": 5},
+        sources=("shadow",),
+        embed_with=TokenHashEmbedder(),
+        **kwargs,
+    )

@@ -15,10 +15,9 @@ from ragreplay.core.review import Review, taxonomy
 from ragreplay.datasets.builders import rows_from_regset, rows_from_reviews
 from ragreplay.datasets.golden import save_rows
 from ragreplay.errors import ConfigError
-from ragreplay.regset.build import TokenHashEmbedder, build_regset
 from ragreplay.review.queues import build_regset_queue
 from ragreplay.store import Store
-from regset_data import seed_shadow
+from regset_data import build_shadow_regset, seed_shadow
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 WEEK = NOW - timedelta(days=7)
@@ -27,14 +26,7 @@ ANSWER = "Twenty-five days a year, thirty after ten years."
 
 def _reviewed_set(store: Store) -> tuple[str, str]:
     seed_shadow(store, NOW)
-    built = build_regset(
-        store,
-        WEEK,
-        NOW + timedelta(minutes=1),
-        {"win": 5, "contested": 5, "wound": 5},
-        sources=("shadow",),
-        embed_with=TokenHashEmbedder(),
-    )
+    built = build_shadow_regset(store, NOW)
     queue = build_regset_queue(store, built.record.id, taxonomy([]), k=1)
     contested = next(i for i in store.reviews.load_items(queue.id) if i.source == "regset-contested")
     store.reviews.add_reviewer("ann")

@@ -23,7 +23,7 @@ from ragreplay.review.queues import (
 )
 from ragreplay.review.transfer import export_reviews, import_reviews
 from ragreplay.store import Store
-from regset_data import seed_shadow
+from regset_data import build_shadow_regset, seed_shadow
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 WEEK = NOW - timedelta(days=7)
@@ -158,14 +158,7 @@ def test_what_reviewers_write_flows_into_the_next_regression_set(store: Store) -
     from ragreplay.review.references import reviewed_references
 
     seed_shadow(store, NOW)
-    first = build_regset(
-        store,
-        WEEK,
-        NOW + timedelta(minutes=1),
-        {"win": 5, "contested": 5, "wound": 5},
-        sources=("shadow",),
-        embed_with=TokenHashEmbedder(),
-    )
+    first = build_shadow_regset(store, NOW)
     queue = build_regset_queue(store, first.record.id, TAX, k=1)
     store.reviews.add_reviewer("ann")
     held = store.reviews.next_item_for(queue.id, "ann")
@@ -184,15 +177,7 @@ def test_what_reviewers_write_flows_into_the_next_regression_set(store: Store) -
     references = reviewed_references(store)
     (key,) = references
     assert references[key] == ("Twenty-five days a year.", "wrong-version")
-    second = build_regset(
-        store,
-        WEEK,
-        NOW + timedelta(minutes=1),
-        {"win": 5, "contested": 5, "wound": 5},
-        sources=("shadow",),
-        embed_with=TokenHashEmbedder(),
-        references=references,
-    )
+    second = build_shadow_regset(store, NOW, references=references)
     reviewed = next(i for i in second.items if i.key == key)
     # the reviewer's answer is the wound's reference now: the gate judges the challenger against it
     assert reviewed.stratum == "wound" and reviewed.candidate.reference_answer == "Twenty-five days a year."
