@@ -53,3 +53,24 @@ def test_bleu_is_sacrebleus() -> None:
 def test_token_f1_and_exact_match() -> None:
     assert token_f1("The 25 days.", "25 days") == 1.0 and exact_match("The 25 days.", "25 days")
     assert token_f1("25 days", "30 days") == 0.5 and not exact_match("25 days", "30 days")
+
+
+def test_the_kept_bleu_object_scores_as_a_fresh_one() -> None:
+    """bleu keeps one sacrebleu BLEU per tokenizer: repeated and interleaved calls score as a new one would."""
+    pairs = [*LATIN, ("所有员工都有年假", "员工有年假"), ("Όλοι δικαιούνται άδεια", "Όλοι δικαιούνται")]
+    for _ in range(3):
+        for tokenize in ("13a", "intl", "zh"):
+            for candidate, reference in pairs:
+                fresh = sacrebleu.BLEU(tokenize=tokenize, effective_order=True)
+                expected = fresh.sentence_score(candidate, [reference]).score
+                assert bleu(candidate, reference, tokenize=tokenize) == pytest.approx(expected, abs=1e-12)
+    assert bleu(*LATIN[0]) != bleu(*LATIN[1])  # nothing carried over from an earlier call
+
+
+def test_unicode_punctuation_counts_as_punctuation() -> None:
+    """Punctuation outside ASCII (quotes, dashes, CJK and Greek marks) separates words as ASCII punctuation does."""
+    assert exact_match("«Vijfentwintig» dagen — per jaar…", "vijfentwintig dagen per jaar")
+    assert exact_match("年假。", "年假") and exact_match("άδεια;", "άδεια")
+    assert token_f1("één·dag", "één dag") == 1.0
+    assert not exact_match("€25", "25")  # a currency sign is a symbol, not punctuation: kept
+    assert not exact_match("day-off", "dayoff")  # a dash between letters splits the word

@@ -99,7 +99,19 @@ REFUSAL_PATTERNS = re.compile(
 """Phrases with which an assistant declines to answer, English and Dutch."""
 
 _ONE_AS_PRONOUN = frozenset("the no any every some each this that which no-one".split())
-_PUNCT_TABLE = {ord(c): " " for c in string.punctuation}
+
+
+class _PunctuationTable(dict[int, int | str]):
+    """``str.translate``'s table mapping ASCII punctuation and every Unicode punctuation character (category
+    ``P*``) to a space, every other character to itself; filled per character on first sight."""
+
+    def __missing__(self, code: int) -> int | str:
+        value: int | str = " " if unicodedata.category(chr(code)).startswith("P") else code
+        self[code] = value
+        return value
+
+
+_PUNCT_TABLE = _PunctuationTable({ord(c): " " for c in string.punctuation})
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:[.,]\d{3})+(?![\d])|\d+(?:[.,]\d+)?)(?![\w])")
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d)(?!\d)")
@@ -117,8 +129,7 @@ class TextEncoder(Protocol):
 
 
 def _strip_punctuation(text: str) -> str:
-    text = text.translate(_PUNCT_TABLE)
-    return "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
+    return text.translate(_PUNCT_TABLE)
 
 
 def normalize_answer(text: str) -> str:

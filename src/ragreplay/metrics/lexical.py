@@ -16,7 +16,15 @@ from typing import Any
 
 from ragreplay.judges.signals import exact_match, token_f1
 
-__all__ = ["UnicodeTokenizer", "bleu", "corpus_bleu", "exact_match", "rouge_l", "token_f1"]
+__all__ = [
+    "UnicodeTokenizer",
+    "bleu",
+    "corpus_bleu",
+    "exact_match",
+    "load_backends",
+    "rouge_l",
+    "token_f1",
+]
 
 _WORDS = re.compile(r"[^\W_]+")
 _UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -60,6 +68,22 @@ def _rouge_scorer() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
 
 
+@lru_cache(maxsize=8)
+def _sentence_bleu(tokenize: str) -> Any:
+    """One sacrebleu ``BLEU`` per tokenizer, kept: built per call it cost more than the score (and lost the
+    tokenizer's own cache). Without references at construction, ``sentence_score`` keeps no state."""
+    from sacrebleu.metrics.bleu import BLEU
+
+    return BLEU(tokenize=tokenize, effective_order=True)
+
+
+def load_backends() -> None:
+    """Import rouge-score (with nltk and scipy, seconds on a busy machine) and sacrebleu now, so that the first
+    score does not; run it off the event loop before a job that scores rows with a reference."""
+    _rouge_scorer()
+    _sentence_bleu("13a")
+
+
 def rouge_l(candidate: str, references: str | Sequence[str]) -> float:
     """ROUGE-L F-measure of ``candidate`` against the best of ``references`` (0..1)."""
     refs = [references] if isinstance(references, str) else list(references)
@@ -72,12 +96,10 @@ def rouge_l(candidate: str, references: str | Sequence[str]) -> float:
 def bleu(candidate: str, references: str | Sequence[str], tokenize: str = "13a") -> float:
     """Sentence BLEU of ``candidate`` against ``references`` on sacrebleu's 0-100 scale (``tokenize``: any
     sacrebleu tokenizer, e.g. ``intl`` for non-Latin scripts, ``zh`` for Chinese)."""
-    from sacrebleu.metrics.bleu import BLEU
-
     refs = [references] if isinstance(references, str) else list(references)
     if not refs:
         raise ValueError("bleu needs at least one reference")
-    return float(BLEU(tokenize=tokenize, effective_order=True).sentence_score(candidate, refs).score)
+    return float(_sentence_bleu(tokenize).sentence_score(candidate, refs).score)
 
 
 def corpus_bleu(
