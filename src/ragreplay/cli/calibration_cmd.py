@@ -14,13 +14,19 @@ import json
 import os
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ragreplay.cli import review_cmd
-from ragreplay.cli.common import count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    count_progress,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.core.judge_version import JudgeVersion
 from ragreplay.core.review import Agreement, AlertPolicy
 from ragreplay.core.version_agreement import SideBySide, side_by_side
@@ -90,8 +96,8 @@ def calibration(
     ctx: typer.Context,
     since: Annotated[str | None, typer.Option(help=SINCE_HELP)] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    db: Annotated[str | None, typer.Option(help=review_cmd.DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=review_cmd.CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Judge vs human agreement on the winner (overall, per axis, per tag, per failure tag) with Wilson
     intervals and kappa, and per judge version; each version's figures are added to the calibration history.
@@ -210,9 +216,9 @@ def rejudge_cmd(
     since: Annotated[str | None, typer.Option(help=SINCE_HELP)] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Make the model calls without asking")] = False,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    db: Annotated[str | None, typer.Option(help=review_cmd.DB_HELP)] = None,
+    db: DbOption = None,
     concurrency: Annotated[int | None, typer.Option(help="Items judged at once [default: 16]")] = None,
-    config: Annotated[Path | None, typer.Option(help=review_cmd.CONFIG_HELP)] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Re-judge the human-labelled items with JUDGE: a cost estimate first, then only the items this judge
     version has not judged, both A/B orders, resumable; then each version's agreement with reviewers, old vs new
@@ -288,8 +294,8 @@ def history_cmd(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="Snapshots at most")] = 50,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    db: Annotated[str | None, typer.Option(help=review_cmd.DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=review_cmd.CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Each judge version's agreement with reviewers over time, newest first (a snapshot per calibration
     computation that changed a version's figures)."""

@@ -10,8 +10,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
 from rich import box
 from rich.console import Console
 from rich.progress import (
@@ -34,6 +35,11 @@ from ragreplay.errors import ConfigError
 if TYPE_CHECKING:
     from ragreplay.settings import Settings
     from ragreplay.store import Store
+
+DbOption = Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")]
+"""Every command's ``--db`` option (``None``: the settings' store)."""
+ConfigOption = Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")]
+"""Every command's ``--config`` option (``None``: ``./ragreplay.yaml`` when there is one)."""
 
 console = Console()
 err_console = Console(stderr=True)

@@ -13,6 +13,8 @@ import typer
 from rich.progress import Progress, TextColumn
 
 from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
     add_fitted_columns,
     check_choice,
     compact_table,
@@ -140,11 +142,11 @@ def compare(
     ] = None,
     order: Annotated[str, typer.Option(help="both (judge each pair in both orders) | random")] = "both",
     limit: Annotated[int | None, typer.Option(help="Only the first N cases")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     seed: Annotated[int | None, typer.Option(help="Seed for the random order mode")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Cases in flight at once [default: 16]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Start a new comparison instead of resuming the stored one")
     ] = False,
@@ -182,8 +184,8 @@ def compare(
 def compare_report(
     comparison_id: Annotated[str, typer.Argument(help="Comparison id or a unique prefix of it")],
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Show a stored comparison again, from its saved rows: no target nor judge is called."""
     check_choice(fmt, FORMATS)
@@ -196,8 +198,8 @@ def compare_report(
 def comparisons(
     limit: Annotated[int, typer.Option(help="Newest N comparisons")] = 20,
     fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """List stored comparisons, newest first, with their status, sides and judges."""
     as_json = check_output_format(fmt)

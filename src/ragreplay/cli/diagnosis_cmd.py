@@ -12,6 +12,8 @@ from typing import Annotated
 import typer
 
 from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
     check_choice,
     count_progress,
     emit_text,
@@ -55,7 +57,7 @@ def coverage(
     ] = None,
     concurrency: Annotated[int | None, typer.Option(help="Questions checked at once [default: 16]")] = None,
     cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Does any chunk of the corpus hold the key facts of each reference answer? Covered / partly / missing,
     and the missing-document candidates with their closest chunks.
@@ -129,9 +131,9 @@ def retriever_diff(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N queries")] = None,
     fmt: Annotated[str, typer.Option("--format", help=_FORMAT_HELP)] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     concurrency: Annotated[int | None, typer.Option(help="Queries ranked at once [default: 16]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Replay queries through an old and a new retriever configuration (or against the logged chunk ids) and
     diff the chunk lists per query (gained, dropped, moved, overlap@k, RBO) and overall.

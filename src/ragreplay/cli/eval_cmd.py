@@ -15,6 +15,8 @@ from typing import Annotated
 import typer
 
 from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
     check_choice,
     console,
     count_progress,
@@ -150,14 +152,14 @@ def eval_command(
     ] = 1,
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     concurrency: Annotated[int | None, typer.Option(help="Rows scored at once [default: 16]")] = None,
     cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
     fresh: Annotated[
         bool,
         typer.Option("--fresh", help="Start a new eval run even if one of the same rows and judge exists"),
     ] = False,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
     LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row);
@@ -195,8 +197,8 @@ def eval_report(
     eval_id: Annotated[str, typer.Argument(help="Eval run id or a unique prefix of it")],
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Show a stored eval run again from its saved rows: no model is called."""
     check_choice(fmt, EVAL_REPORT_FORMATS)
@@ -212,9 +214,9 @@ def eval_report(
 
 
 def evals(
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Show at most N runs")] = 20,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """List eval runs, newest first: dataset, judge, rows and status."""
     settings = settings_from(config, db=db)

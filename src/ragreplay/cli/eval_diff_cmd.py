@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import check_choice, emit_text, open_store, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, check_choice, emit_text, open_store, settings_from
 from ragreplay.evaluation.diff import diff_runs
 from ragreplay.report.eval_diff import DIFF_FORMATS, render_diff
 
@@ -24,8 +24,8 @@ def eval_diff(
     seed: Annotated[
         int, typer.Option(help="Seed of the bootstrap and of a Monte Carlo permutation test")
     ] = 0,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Compare two stored eval runs row by row: for every metric both scored, the rows paired, mean A and B,
     B - A with a 95% paired bootstrap interval, a permutation p-value (and Holm's over the metrics) and effect

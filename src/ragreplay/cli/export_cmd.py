@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import check_choice, info, open_store, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, check_choice, info, open_store, settings_from
 from ragreplay.errors import ConfigError
 from ragreplay.replay.result_table import RESULT_TABLE, find_run, result_rows
 from ragreplay.report.table_export import EXPORT_FORMATS, write_table
@@ -19,8 +19,8 @@ def export(
     fmt: Annotated[
         str, typer.Option("--format", help="csv (standard library) | parquet (needs ragreplay[parquet])")
     ] = "csv",
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Export a run's cases and results, one row a case: the case (question, old answer, feedback, tags), the
     replay (question replayed, new answer, chunks, latency, tokens, cost) and the judgment and verdict."""

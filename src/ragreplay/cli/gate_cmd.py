@@ -19,7 +19,16 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ragreplay.cli.common import check_choice, console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    check_choice,
+    console,
+    count_progress,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.core.failure_tags import FailureTags
 from ragreplay.core.gate import EXIT_CODES, GatePolicy
 from ragreplay.core.regset import SetItem
@@ -220,9 +229,9 @@ def gate(
     comment: Annotated[
         Path | None, typer.Option(help="Also write the pull-request comment (Markdown) here")
     ] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     concurrency: Annotated[int | None, typer.Option(help="Items in flight at once [default: 16]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start a new gate instead of resuming")] = False,
     budget: Annotated[
         float | None, typer.Option(help="Refuse to start when the estimate is above this (USD)")
@@ -289,8 +298,8 @@ def gate(
 def gate_report(
     gate_id: Annotated[str, typer.Argument(help="Gate id or a unique prefix of it")],
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | junit | html")] = "text",
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
     metrics: Annotated[
         str | None,
         typer.Option(
@@ -318,8 +327,8 @@ def gates(
         str | None, typer.Option(help="Only gates of this challenger (its target name)")
     ] = None,
     limit: Annotated[int, typer.Option(help="Newest N gates")] = 20,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """The history of gates, newest first: set, challenger, status and decision."""
     settings = settings_from(config, db=db)

@@ -10,7 +10,15 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import check_choice, console, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    check_choice,
+    console,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.core.golden import GoldenRow, GoldenSetRecord
 from ragreplay.datasets.builders import rows_from_regset, rows_from_reviews
 from ragreplay.datasets.export import EXPORT_FORMATS, export_rows, write_whole
@@ -21,8 +29,6 @@ golden_app = typer.Typer(
     help="Golden sets: named, versioned questions with their correct answers and the chunks that hold them."
 )
 
-DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
-CONFIG_HELP = "Settings file [default: ./ragreplay.yaml]"
 SHOW_FORMATS = ("text", "json")
 
 
@@ -46,8 +52,8 @@ def import_(
         Path, typer.Argument(help="JSONL (the eval dataset format) or .csv with the golden columns")
     ],
     name: Annotated[str, typer.Option(help="The golden set's name")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Import a file as the next version of a golden set. Every row is checked first (a bad file writes nothing);
     the same content as the latest version is a no-op."""
@@ -65,8 +71,8 @@ def export(
     ref: Annotated[str, typer.Argument(help="NAME, NAME@vN or NAME@latest")],
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv")] = "jsonl",
     output: Annotated[Path | None, typer.Option(help="Write to this file [default: stdout]")] = None,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Write a version's rows as JSONL or CSV (both import back as the same content)."""
     check_choice(fmt, EXPORT_FORMATS)
@@ -90,8 +96,8 @@ def _version_line(r: GoldenSetRecord) -> str:
 
 def list_sets(
     name: Annotated[str | None, typer.Argument(help="Only this set's versions")] = None,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Every golden set version, by name, newest first."""
     settings = settings_from(config, db=db)
@@ -114,8 +120,8 @@ def show(
     ref: Annotated[str, typer.Argument(help="NAME, NAME@vN or NAME@latest")],
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
     rows: Annotated[int, typer.Option(help="Rows to show (text)")] = 10,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """A version: its recipe, content hash, rows per tag and its first rows."""
     check_choice(fmt, SHOW_FORMATS)
@@ -148,8 +154,8 @@ def build(
     from_regset: Annotated[
         str | None, typer.Option(help="A regression set version (latest, vN or an id): one row per item")
     ] = None,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Build the next version of a golden set from the reviews or from a regression set version."""
     if from_reviews == (from_regset is not None):

@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from ragreplay.cli.common import console, open_store, progress_display, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, console, open_store, progress_display, settings_from
 from ragreplay.cli.json_output import check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
@@ -47,7 +47,7 @@ def ingest(
             "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export"
         ),
     ],
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     fmt: Annotated[
         str | None,
         typer.Option(
@@ -69,7 +69,7 @@ def ingest(
             help="text | json: the summary as one JSON document on stdout (--format names the log's format)",
         ),
     ] = "text",
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing."""
     as_json = check_output_format(output_format, "--output-format")

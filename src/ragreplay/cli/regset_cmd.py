@@ -10,7 +10,16 @@ from typing import Annotated
 import typer
 from rich.progress import TaskID
 
-from ragreplay.cli.common import check_choice, console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    check_choice,
+    console,
+    count_progress,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.core.gate import GRADUATE_AFTER
 from ragreplay.core.regset import STRATA, Source, Stratum
 from ragreplay.errors import ConfigError
@@ -43,8 +52,6 @@ regset_app = typer.Typer(
     help="The regression set: a versioned sample of real questions (wins, contested, open wounds) for the gate."
 )
 
-DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
-CONFIG_HELP = "Settings file [default: ./ragreplay.yaml]"
 SOURCES: dict[str, tuple[Source, ...]] = {
     "shadow": ("shadow",),
     "replay": ("replay",),
@@ -164,8 +171,8 @@ def build(
         int, typer.Option(help="A wound fixed in this many consecutive gates becomes a win (0: never)")
     ] = GRADUATE_AFTER,
     note: Annotated[str, typer.Option(help="A note stored with the version")] = "",
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Build a new version from the shadow log and ingested logs of a window: the questions sorted into wins,
     contested and open wounds, deduped, clustered, and sampled evenly across clusters with a recorded seed.
@@ -210,8 +217,8 @@ def build(
 
 
 def list_sets(
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """List the versions, newest first."""
     settings = settings_from(config, db=db)
@@ -226,8 +233,8 @@ def list_sets(
 def show(
     ref: Annotated[str, typer.Argument(help="latest, vN, or a version id (or a unique prefix)")] = "latest",
     fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Show a version: its recipe, strata (with what each stands for in traffic) and every item."""
     check_choice(fmt, SHOW_FORMATS)
@@ -242,8 +249,8 @@ def diff(
     old: Annotated[str, typer.Argument(help="The older version (vN, latest or an id)")],
     new: Annotated[str, typer.Argument(help="The newer version")],
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """What changed between two versions: questions added, removed, and moved between strata."""
     check_choice(fmt, DIFF_FORMATS)
@@ -256,8 +263,8 @@ def diff(
 def export(
     ref: Annotated[str, typer.Argument(help="The version to export (vN, latest or an id)")],
     file: Annotated[Path, typer.Argument(help="The JSONL file to write")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Write a version to a JSONL file: the record on the first line, then one item per line."""
     settings = settings_from(config, db=db)
@@ -268,8 +275,8 @@ def export(
 
 def import_(
     file: Annotated[Path, typer.Argument(help="A JSONL file written by `ragreplay regset export`")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Import an exported set as a new version. Every line is checked first; a bad file writes nothing."""
     settings = settings_from(config, db=db)
@@ -287,8 +294,8 @@ def _override(outcome: OverrideOutcome) -> None:
 def pin(
     key: Annotated[str, typer.Argument(help="The item key (q_...), from `ragreplay regset show`")],
     reason: Annotated[str, typer.Option(help="Why this question must stay in the set")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Pin a question: it is in every later version (probability 1). Makes a new version from the latest."""
     settings = settings_from(config, db=db)
@@ -299,8 +306,8 @@ def pin(
 def drop(
     key: Annotated[str, typer.Argument(help="The item key (q_...), from `ragreplay regset show`")],
     reason: Annotated[str, typer.Option(help="Why this question must leave the set")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Drop a question: no later version holds it. Makes a new version from the latest without it."""
     settings = settings_from(config, db=db)
@@ -310,8 +317,8 @@ def drop(
 
 def check(
     ref: Annotated[str, typer.Argument(help="A built version (vN, latest or an id)")] = "latest",
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Rebuild a version from its recipe on the store's content now (storing nothing) and say whether it gives
     the same items. Exit 0 when identical, 1 when not."""

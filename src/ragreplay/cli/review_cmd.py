@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import typer
 
-from ragreplay.cli.common import err_console, open_store, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, err_console, open_store, settings_from
 from ragreplay.core.review import Agreement, AlertPolicy, Taxonomy, taxonomy
 from ragreplay.errors import ConfigError
 from ragreplay.report.labels import SIMULATED_NOTE
@@ -34,8 +34,6 @@ queue_app = typer.Typer(help="Review queues.")
 review_app.add_typer(reviewer_app, name="reviewer")
 review_app.add_typer(queue_app, name="queue")
 
-DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
-CONFIG_HELP = "Settings file [default: ./ragreplay.yaml]"
 REVIEW_PORT = 8788
 """The web app's default port (`ragreplay shadow dashboard`)."""
 
@@ -72,8 +70,8 @@ def add_reviewer(
     name: Annotated[str, typer.Argument(help="The reviewer's name (shown on their reviews)")],
     host: LinkHost = "127.0.0.1",
     port: LinkPort = REVIEW_PORT,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Create a reviewer and print their token link, once: only a hash of the token is kept."""
     settings = settings_from(config, db=db)
@@ -84,8 +82,8 @@ def add_reviewer(
 
 
 def list_reviewers(
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """List the reviewers."""
     settings = settings_from(config, db=db)
@@ -101,8 +99,8 @@ def list_reviewers(
 
 def disable_reviewer(
     name: Annotated[str, typer.Argument(help="The reviewer to disable")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Disable a reviewer: their link stops working and they are logged out of the review screen at once."""
     settings = settings_from(config, db=db)
@@ -114,8 +112,8 @@ def disable_reviewer(
 
 def enable_reviewer(
     name: Annotated[str, typer.Argument(help="The reviewer to enable again")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Enable a disabled reviewer again: their link works again (they log in anew)."""
     settings = settings_from(config, db=db)
@@ -129,8 +127,8 @@ def rotate_reviewer(
     name: Annotated[str, typer.Argument(help="The reviewer whose link to replace")],
     host: LinkHost = "127.0.0.1",
     port: LinkPort = REVIEW_PORT,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Give a reviewer a new token link (printed once): the old link stops working and their sessions end."""
     settings = settings_from(config, db=db)
@@ -166,8 +164,8 @@ def queue_build(
     n: Annotated[int, typer.Option(help="Calibration sample size")] = DEFAULT_CALIBRATION_SIZE,
     seed: Annotated[int, typer.Option(help="Seed of the calibration sample")] = 0,
     k: Annotated[int, typer.Option(help="Reviewers wanted per item")] = 1,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Build a review queue: a regression set's open wounds and contested questions, a run's BAD_NO_FIT cases,
     or the calibration sample of judged shadow rows (stratified by tag and judge outcome)."""
@@ -193,8 +191,8 @@ queue_app.command(name="build")(queue_build)
 
 @review_app.command(name="queues")
 def list_queues(
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """List the review queues, newest first, with their progress."""
     settings = settings_from(config, db=db)
@@ -218,8 +216,8 @@ def list_queues(
 def export_cmd(
     queue: Annotated[str, typer.Argument(help="Queue id (or a unique prefix, or latest)")],
     file: Annotated[Path, typer.Argument(help="JSONL file to write")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Write a queue's reviews as JSONL: one `{"queue": ..., "review": {...}}` per line."""
     settings = settings_from(config, db=db)
@@ -231,8 +229,8 @@ def export_cmd(
 @review_app.command(name="import")
 def import_cmd(
     file: Annotated[Path, typer.Argument(help="JSONL file of reviews (as `review export` writes)")],
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Import reviews from JSONL: every line is checked first, and nothing is written if one is bad."""
     settings = settings_from(config, db=db)
@@ -362,8 +360,8 @@ def calibration(
         typer.Option(help="Only reviews submitted since: an age (28d) or an ISO date [default: all]"),
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Judge vs human agreement on the winner (overall, per axis, per tag, per failure tag) with Wilson
     intervals and kappa. Exits 1 when an alert fires (a lower bound under the threshold), 0 otherwise."""

@@ -20,6 +20,8 @@ from rich.progress import (
 )
 
 from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
     console,
     err_console,
     info,
@@ -146,7 +148,7 @@ def run(
     rewriter: Annotated[
         str | None, typer.Option(help="Follow-up rewriter, provider:model [default: judge]")
     ] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     source: Annotated[
         list[str] | None, typer.Option(help="Only cases from this ingested source (repeatable)")
     ] = None,
@@ -160,7 +162,7 @@ def run(
             "--fresh", help="Start a new run even if one of the same target, judge and cases exists"
         ),
     ] = False,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Replay labelled cases through a candidate and judge each new answer against the old one.
 

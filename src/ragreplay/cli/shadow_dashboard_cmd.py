@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ragreplay.asgi.limits import DEFAULT_LIMITS, ServerLimits, fit_open_files
 from ragreplay.asgi.serving import serve
-from ragreplay.cli.common import err_console, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, err_console, settings_from
 from ragreplay.cli.listen import check_listen
 
 DEFAULT_PORT = 8788
@@ -26,10 +25,10 @@ def _loopback(host: str) -> bool:
 
 
 def dashboard(
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on")] = DEFAULT_PORT,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
     header_timeout: Annotated[
         float, typer.Option(min=0.001, help="Seconds a client has to send a request's headers, then 408")
     ] = DEFAULT_LIMITS.header_timeout_s,

@@ -13,7 +13,7 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from ragreplay.cli.common import err_console, open_store, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, err_console, open_store, settings_from
 from ragreplay.shadow.feedback_import import (
     FeedbackFile,
     ImportCounts,
@@ -85,9 +85,9 @@ def feedback(
     no_redact: Annotated[
         bool, typer.Option("--no-redact", help="Same as --redact none: keep comments as they are")
     ] = False,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and count; write nothing")] = False,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Import live feedback (GOOD/BAD per request id) from a JSONL or CSV file. The whole file is checked
     first: a file with any bad line writes nothing. The latest label per request wins, so importing the same

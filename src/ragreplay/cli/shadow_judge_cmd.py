@@ -5,12 +5,20 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, cast
 
 import typer
 
-from ragreplay.cli.common import check_choice, console, count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    check_choice,
+    console,
+    count_progress,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import Progress
@@ -31,7 +39,6 @@ from ragreplay.shadow.judging import (
 from ragreplay.store import Store
 
 ORDERS = ("both", "random")
-DB_HELP = "Store URL or SQLite path [default: ragreplay.db]"
 
 
 async def judge_with_progress(
@@ -83,10 +90,10 @@ def judge(
     order: Annotated[str, typer.Option(help="both (judge each pair in both orders) | random")] = "both",
     seed: Annotated[int | None, typer.Option(help="Seed for the random order mode")] = None,
     limit: Annotated[int | None, typer.Option(help="Judge at most N rows")] = None,
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
+    db: DbOption = None,
     concurrency: Annotated[int | None, typer.Option(help="Rows judged at once [default: 16]")] = None,
     fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Judge the shadow rows not judged yet: agreement (FIT judge, champion answer vs candidate) and blind
     preference (pairwise judge). Each row is judged once; running it again judges only rows added since."""
@@ -134,8 +141,8 @@ def judge(
 def report(
     since: Annotated[str, typer.Option(help="Rows newer than this age (7d, 24h, 30m) or ISO date")] = "7d",
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
-    db: Annotated[str | None, typer.Option(help=DB_HELP)] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """The champion-vs-challenger grid of the judged shadow rows: agreement, preference, consistency,
     latency, cost, per tag, the failure tags reviewers gave each challenger's rows and, where users rated the

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import err_console, open_store, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, err_console, open_store, settings_from
 from ragreplay.errors import ConfigError
 from ragreplay.shadow.judging import parse_since
 from ragreplay.store import StoreError
@@ -76,7 +76,7 @@ def purge(
             help="Purge what is older than this age (90d, 24h, 30m) or logged before this ISO date",
         ),
     ],
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would go; delete nothing")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Purge without asking for confirmation")] = False,
     force: Annotated[
@@ -89,7 +89,7 @@ def purge(
             help="SQLite: VACUUM afterwards to return the freed space to the OS (PostgreSQL: autovacuum)",
         ),
     ] = False,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Delete shadow rows older than the cutoff, their judgments, and old feedback labels whose request has no
     shadow row left (labels of requests whose rows are kept stay). One transaction: all or nothing. Asks for

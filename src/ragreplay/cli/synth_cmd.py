@@ -17,7 +17,14 @@ from typing import Annotated
 
 import typer
 
-from ragreplay.cli.common import count_progress, err_console, open_store, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    count_progress,
+    err_console,
+    open_store,
+    settings_from,
+)
 from ragreplay.cli.demo_cmd import demo_data_dir
 from ragreplay.cli.golden_cmd import saved_line
 from ragreplay.datasets.export import to_jsonl, write_whole
@@ -80,10 +87,10 @@ def synth(
     output: Annotated[
         Path | None, typer.Option(help="Write the rows as JSONL [default: stdout without --name]")
     ] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
+    db: DbOption = None,
     concurrency: Annotated[int | None, typer.Option(help="Model calls at once [default: 16]")] = None,
     cache: Annotated[str | None, typer.Option(help="Model cache: read-write | read-only | off")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Generate test questions from a corpus (single-hop, multi-hop, unanswerable, follow-up) with reference
     answers and source chunk ids: a model, or offline templates; saved as a golden set version or JSONL.

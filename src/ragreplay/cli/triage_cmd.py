@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, cast
 
 import typer
 
-from ragreplay.cli.common import check_choice, console, open_store, settings_from
+from ragreplay.cli.common import ConfigOption, DbOption, check_choice, console, open_store, settings_from
 from ragreplay.compare.triage import TriageReport, triage_run
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.writer import StoreWriter
@@ -40,8 +39,8 @@ def triage(
     order: Annotated[str, typer.Option(help="both (judge each pair in both orders) | random")] = "both",
     seed: Annotated[int | None, typer.Option(help="Seed for the random order mode")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | md | json")] = "text",
-    db: Annotated[str | None, typer.Option(help="Store URL or SQLite path [default: ragreplay.db]")] = None,
-    config: Annotated[Path | None, typer.Option(help="Settings file [default: ./ragreplay.yaml]")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Judge the old answer against the new one for every BAD_NO_FIT case of a run (blind, both orders by
     default) and list them as likely fixed (new wins), likely worse (old wins) or changed, unclear."""
