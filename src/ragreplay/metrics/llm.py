@@ -123,9 +123,7 @@ material you are shown):
 Every "supported_by_*", "covered_by_answer" and "relevant" is "yes" or "no"; "answer_relevance" is a whole \
 number from 1 to 5; "reason" is one short sentence."""
 
-USER_TEMPLATE = """\
-List and check the claims of the answer.
-
+ROW_BLOCKS = """\
 {question}
 
 {answer}
@@ -135,6 +133,9 @@ List and check the claims of the answer.
 {reference}
 
 Reply with the JSON object only."""
+"""The fenced row (:func:`fenced_row`) as a user message shows it, after its task line, and the reply asked for."""
+
+USER_TEMPLATE = "List and check the claims of the answer.\n\n" + ROW_BLOCKS
 
 _EXAMPLE = {
     "answer_claims": [

@@ -26,7 +26,7 @@ from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, Rubric, normalised
 from ragreplay.judges.fence import escape_tags
 from ragreplay.judges.json_reply import read_reply_object
 from ragreplay.judges.structured import structured_prompt_version, structured_request, structured_system
-from ragreplay.metrics.llm import fenced_row, for_repeat, row_hints
+from ragreplay.metrics.llm import ROW_BLOCKS, fenced_row, for_repeat, row_hints
 from ragreplay.ports import ChatModel
 
 TASK = "rubric"
@@ -48,18 +48,7 @@ Reply with one JSON object and nothing else: "criteria" maps every criterion's n
 "score", shaped like this example (its names and values say nothing about the material you are shown):
 {example}"""
 
-USER_TEMPLATE = """\
-Grade the answer against every criterion of the rubric.
-
-{question}
-
-{answer}
-
-{contexts}
-
-{reference}
-
-Reply with the JSON object only."""
+USER_TEMPLATE = "Grade the answer against every criterion of the rubric.\n\n" + ROW_BLOCKS
 
 _EXAMPLE = {
     "criteria": {
