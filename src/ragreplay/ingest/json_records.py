@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragreplay.ingest.json_text import lone_surrogate_at
+from ragreplay.ingest.json_text import JsonTextError, lone_surrogate_at, parse_json
 from ragreplay.ingest.jsonl import EMPTY_FIX, json_objects
 from ragreplay.ingest.problems import ProblemLog, Record, open_binary
 
@@ -44,8 +44,10 @@ def is_document(path: Path) -> bool:
             if not text.startswith((b"[", b"{")) or len(text) > _PEEK_BYTES:
                 return False
             try:
-                json.loads(text)
-            except (ValueError, RecursionError):
+                parse_json(text.decode("utf-8", "replace"))
+            except JsonTextError:
+                return False  # one whole line Python's parser chokes on: a line's problem, not a document
+            except ValueError:
                 return True
             return False
     return False
