@@ -106,7 +106,8 @@ def test_the_target_answers_every_row_with_stage_latencies(
 @pytest.mark.slow  # two processes, each loading the packaged embeddings
 def test_sigkill_and_resume_never_ask_the_target_twice(tmp_path: Path) -> None:
     """The target generates with the fake model (uncached: a second ask would log its key again); the judge
-    hangs after 6 calls (3 rows with --rubric), so rows 4 and 5 are killed answered but not judged."""
+    hangs after 6 calls (3 rows with --rubric), so rows 4 and 5 (and any row answered while they hung) are killed
+    answered but not judged."""
     target = tmp_path / "generating.yaml"
     config = CHALLENGER.read_text().replace("corpus: corpus/", f"corpus: {DEMO / 'corpus'}/")
     config = config.replace(
@@ -137,7 +138,10 @@ def test_sigkill_and_resume_never_ask_the_target_twice(tmp_path: Path) -> None:
     time.sleep(0.7)  # the writer flushes the answers saved before judging
     first.send_signal(signal.SIGKILL)
     first.wait(10)
-    assert len(generated()) == 5 and len(_log(log)) == 11  # rows 4 and 5: answered, their judge hung
+    # rows 4 and 5 hang in the judge holding both call slots; the rows waiting for a slot meanwhile (as many as
+    # the two more rows in flight) may have been answered too
+    answered = len(generated())
+    assert 5 <= answered <= 7 and len(_log(log)) == answered + 6
     second = subprocess.run([*args, "--format", "json"], env=env, capture_output=True, timeout=300)
     assert second.returncode == 0, second.stderr.decode()
     assert "resuming eval run" in second.stderr.decode()
