@@ -44,6 +44,8 @@ QUESTION = "how many leave days do employees get"
 SCRIPT = '<script>alert("owned")</script>'
 SAME = "employees get 25 leave days"
 LONG = "employees get many leave days every year " + "and the policy explains it in detail " * 12
+CHUNK = f"{SCRIPT} Leave policy: employees get 25 days"
+LONG_CHUNK = "Article 4. Leave accrues monthly " + "and is explained in the handbook " * 20 + "END-OF-CHUNK"
 # (champion answer, challenger answer): with the fake judge these give FIT/tie, NO_FIT/challenger,
 # NO_FIT/champion and UNSCORABLE (see test_shadow_judge.py).
 PAIRS = [
@@ -63,6 +65,7 @@ def make_row(
     query: str = QUESTION,
     tags: dict[str, str] | None = None,
     error: str | None = None,
+    chunk_texts: tuple[list[str | None], list[str | None]] = ([], []),
 ) -> ShadowRow:
     return make_shadow_row(
         id=rid,
@@ -72,10 +75,19 @@ def make_row(
         tags=tags or {},
         challenger=challenger,
         champion_answer=ShadowAnswer(
-            text=champion, chunk_ids=[f"doc{rid}#1"], latency_ms=100.0, cost_usd=0.001
+            text=champion,
+            chunk_ids=[f"doc{rid}#1"],
+            chunk_texts=chunk_texts[0],
+            latency_ms=100.0,
+            cost_usd=0.001,
         ),
         challenger_answer=ShadowAnswer(
-            text=candidate, chunk_ids=[f"doc{rid}#2"], latency_ms=160.0, cost_usd=0.003, error=error
+            text=candidate,
+            chunk_ids=[f"doc{rid}#2"],
+            chunk_texts=chunk_texts[1],
+            latency_ms=160.0,
+            cost_usd=0.003,
+            error=error,
         ),
     )
 
@@ -88,10 +100,19 @@ def seed_rows() -> list[ShadowRow]:
         rows.append(make_row(f"r{i:02d}", 6 * i + 0.5, "b" if i % 3 else "c", champion, candidate, tags=tags))
     rows.append(
         make_row(
-            "script", 2, "b", SAME, f"{SCRIPT} {SAME}", query=f"{SCRIPT} {QUESTION}", tags={"dept": SCRIPT}
+            "script",
+            2,
+            "b",
+            SAME,
+            f"{SCRIPT} {SAME}",
+            query=f"{SCRIPT} {QUESTION}",
+            tags={"dept": SCRIPT},
+            chunk_texts=([CHUNK], [CHUNK]),
         )
     )
-    rows.append(make_row("long", 3, "b", "no idea sorry", LONG, tags={"dept": "hr"}))
+    rows.append(
+        make_row("long", 3, "b", "no idea sorry", LONG, tags={"dept": "hr"}, chunk_texts=([], [LONG_CHUNK]))
+    )
     rows.append(make_row("failed", 4, "b", SAME, "", error="TimeoutError: 30 s"))
     rows.append(make_row("old", 24 * 10, "b", SAME, "nothing at all"))  # outside the 7-day window
     return rows
@@ -400,6 +421,12 @@ def test_one_row_whole_with_its_twin(client: TestClient) -> None:
     assert {o["shown_first"] for o in judgment["orderings"]} == {"champion", "challenger"}
     assert "fake:default" in judgment["judge"]
 
+    assert data["challenger_answer"]["chunks"] == [{"id": "doclong#2", "text": LONG_CHUNK}]
+    assert data["champion_answer"]["chunks"] == [{"id": "doclong#1", "text": None}]  # a row without texts
+    long_chunk = html.all("details")
+    assert len(long_chunk) == 1 and LONG_CHUNK in html.text  # folded, whole
+    assert "text not kept" in html.text
+
     rated = twin(client, "/rows/r01.json")
     assert rated["feedback"]["label"] == "bad" and rated["feedback"]["comment"].endswith("comment on r01")
     assert "comment on r01" in get_page(client, "/rows/r01").text
@@ -427,6 +454,8 @@ def test_user_text_is_escaped_everywhere(client: TestClient) -> None:
     bad = client.get("/?" + urlencode({"since": SCRIPT}))
     assert bad.status_code == 400 and "<script" not in bad.text.lower()
     assert twin(client, "/rows/script.json")["question"] == f"{SCRIPT} {QUESTION}"
+    assert detail.count("&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt; Leave policy") == 2  # chunks
+    assert twin(client, "/rows/script.json")["champion_answer"]["chunks"][0]["text"] == CHUNK
 
 
 def test_bad_parameters_get_400_with_the_fix(client: TestClient) -> None:

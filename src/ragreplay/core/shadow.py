@@ -7,9 +7,30 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragreplay.core.types import Answer, Case, Feedback, Fit, RetrievedChunk, TokenUsage
+
+MAX_CHUNK_TEXTS = 20
+"""A side keeps the text of at most this many of its chunks (the first ones); the rest are kept by id only."""
+MAX_CHUNK_CHARS = 2_000
+"""A kept chunk text is cut to this many characters, :data:`CHUNK_CUT_MARKER` included."""
+CHUNK_CUT_MARKER = " [… cut]"
+"""Ends a chunk text that was cut to :data:`MAX_CHUNK_CHARS`."""
+
+
+def bounded_chunk_text(text: str | None) -> str | None:
+    """``text`` as a shadow row keeps it: at most :data:`MAX_CHUNK_CHARS`, cut with :data:`CHUNK_CUT_MARKER`."""
+    if text is None or len(text) <= MAX_CHUNK_CHARS:
+        return text
+    return text[: MAX_CHUNK_CHARS - len(CHUNK_CUT_MARKER)] + CHUNK_CUT_MARKER
+
+
+def kept_chunk_texts(chunks: tuple[RetrievedChunk, ...]) -> list[str | None]:
+    """The texts a side keeps of ``chunks``: the first :data:`MAX_CHUNK_TEXTS`, each bounded, ``None`` where
+    a chunk came without text; empty when none of them had text (nothing to keep)."""
+    texts = [bounded_chunk_text(chunk.text) for chunk in chunks[:MAX_CHUNK_TEXTS]]
+    return texts if any(text is not None for text in texts) else []
 
 
 def new_row_id() -> str:
@@ -24,6 +45,9 @@ class ShadowAnswer(BaseModel):
 
     text: str = ""
     chunk_ids: list[str] = Field(default_factory=list)
+    chunk_texts: list[str | None] = Field(default_factory=list)
+    """The texts of the first chunks, in ``chunk_ids`` order (see :func:`kept_chunk_texts`), redacted like the
+    answer; empty when the reply carried no chunk text, and in rows stored before texts were kept."""
     latency_ms: float | None = None
     tokens: TokenUsage = TokenUsage()
     cost_usd: float = 0.0
@@ -31,12 +55,22 @@ class ShadowAnswer(BaseModel):
     """Model calls of this answer whose price is unknown, not in ``cost_usd`` (see ``core/costs``)."""
     error: str | None = None
 
+    @model_validator(mode="after")
+    def _texts_follow_ids(self) -> ShadowAnswer:
+        if len(self.chunk_texts) > len(self.chunk_ids):
+            raise ValueError(
+                f"{len(self.chunk_texts)} chunk texts for {len(self.chunk_ids)} chunk ids: "
+                "each text belongs to the chunk id at its position"
+            )
+        return self
+
     @classmethod
     def from_answer(cls, answer: Answer, measured_ms: float | None = None) -> ShadowAnswer:
         """The shadow's view of a target's ``answer``; ``measured_ms`` stands in when it reports no latency."""
         return cls(
             text=answer.text,
             chunk_ids=[chunk.id for chunk in answer.contexts],
+            chunk_texts=kept_chunk_texts(answer.contexts),
             latency_ms=answer.latency_ms if answer.latency_ms is not None else measured_ms,
             tokens=answer.tokens,
             cost_usd=answer.cost_usd,
@@ -49,11 +83,19 @@ class ShadowAnswer(BaseModel):
         """A side that produced no answer: it raised, timed out or was cancelled."""
         return cls(error=error, latency_ms=latency_ms)
 
+    def chunks(self) -> tuple[RetrievedChunk, ...]:
+        """This side's chunks: their ids, and their texts where kept."""
+        texts = self.chunk_texts
+        return tuple(
+            RetrievedChunk(id=cid, text=texts[i] if i < len(texts) else None)
+            for i, cid in enumerate(self.chunk_ids)
+        )
+
     def to_answer(self) -> Answer:
-        """This side as an :class:`Answer` (its chunks known by id only)."""
+        """This side as an :class:`Answer` (its chunks with the texts kept, see :meth:`chunks`)."""
         return Answer(
             text=self.text,
-            contexts=tuple(RetrievedChunk(id=cid) for cid in self.chunk_ids),
+            contexts=self.chunks(),
             latency_ms=self.latency_ms,
             tokens=self.tokens,
             cost_usd=self.cost_usd,
@@ -90,7 +132,7 @@ class ShadowRow(BaseModel):
             self.tags,
             case_id=self.id,
             old_answer=self.champion_answer.text,
-            retrieved=tuple(RetrievedChunk(id=cid) for cid in self.champion_answer.chunk_ids),
+            retrieved=self.champion_answer.chunks(),
             ts=self.ts,
         )
 

@@ -37,7 +37,7 @@ def _chunks(chunks: Sequence[RetrievedChunk]) -> list[ReviewChunk]:
 
 
 def _shadow_side(answer: ShadowAnswer) -> ReviewSide:
-    return ReviewSide(answer=answer.text, chunks=[ReviewChunk(id=cid) for cid in answer.chunk_ids])
+    return ReviewSide(answer=answer.text, chunks=_chunks(answer.chunks()))
 
 
 def judge_decision(record: ShadowJudgmentRecord) -> JudgeDecision:

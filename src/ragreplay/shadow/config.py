@@ -68,6 +68,9 @@ class FieldsConfig(_Section):
     answer_path: str = Field("answer", description="Dotted path of the answer in JSON replies.")
     contexts_path: str | None = Field(None, description="Dotted path of the retrieved chunks (ids).")
     context_id_field: str = Field("id", description="The id field of a chunk object.")
+    context_text_field: str = Field(
+        "text", description="The text field of a chunk object (kept bounded and redacted with the row)."
+    )
     user_header: str | None = Field("X-User-Id", description="Request header with the user id.")
     user_path: str | None = Field(None, description="Dotted path of the user id in the request.")
     tags_path: str | None = Field(None, description="Dotted path of an object of tags in the request.")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Protocol, cast, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from ragreplay.core.shadow import FeedbackSource, ShadowAnswer, ShadowFeedback, ShadowRow, live_case
 from ragreplay.core.types import Answer, Case, Feedback
@@ -31,7 +31,15 @@ from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ports import Target
 from ragreplay.shadow.log import FeedbackLog, ShadowLog
 from ragreplay.shadow.offload import Offload, portable
-from ragreplay.shadow.privacy import Redactor, default_redactor, hash_user_id, redact_or_mark, resolve_salt
+from ragreplay.shadow.privacy import (
+    REDACTION_FAILED,
+    Redactor,
+    default_redactor,
+    hash_user_id,
+    redact_or_mark,
+    redact_texts,
+    resolve_salt,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +195,10 @@ class _Request:
         if shadow._heavy(champion.text) or shadow._heavy(champion.error or ""):
             champion = champion.model_copy(
                 update={"text": NOT_REDACTED, "error": champion.error and NOT_REDACTED}
+            )
+        if shadow._heavy_chunks(champion):
+            champion = champion.model_copy(
+                update={"chunk_texts": [t and NOT_REDACTED for t in champion.chunk_texts]}
             )
         return query, shadow._redacted_side(champion)
 
@@ -359,13 +371,22 @@ class Shadow:
         return self.feedback_log.offer(item)
 
     def _redacted_side(self, side: ShadowAnswer) -> ShadowAnswer:
-        """``side`` with its answer text and error message redacted (an error can quote the user's text)."""
+        """``side`` with its answer text, chunk texts and error message redacted (an error can quote the
+        user's text; a chunk can hold a customer's record)."""
         if self.redact is None:
             return side
-        update = {"text": self._redacted(side.text)} if side.text else {}
+        update: dict[str, Any] = {"text": self._redacted(side.text)} if side.text else {}
         if side.error:
             update["error"] = self._redacted(side.error)
+        if side.chunk_texts:
+            update["chunk_texts"] = self._logged(*redact_texts(self.redact, side.chunk_texts))
         return _updated(side, update)
+
+    @staticmethod
+    def _logged(texts: list[str | None], error: str | None) -> list[str | None]:
+        if error is not None:
+            logger.warning("shadow redactor failed on a chunk (%s); its text not stored", error)
+        return texts
 
     def _redacted(self, text: str) -> str:
         if self.redact is None:
@@ -378,8 +399,11 @@ class Shadow:
     def _heavy(self, text: str) -> bool:
         return self.redact is not None and self.offload.heavy(len(text))
 
+    def _heavy_chunks(self, side: ShadowAnswer) -> bool:
+        return self.redact is not None and self.offload.heavy(sum(len(t or "") for t in side.chunk_texts))
+
     def _heavy_side(self, side: ShadowAnswer) -> bool:
-        return self._heavy(side.text) or self._heavy(side.error or "")
+        return self._heavy(side.text) or self._heavy(side.error or "") or self._heavy_chunks(side)
 
     async def _redacted_later(self, text: str) -> str:
         """``text`` redacted: inline when short, else in the offload worker (never on the loop for long)."""
@@ -390,7 +414,7 @@ class Shadow:
                 redact_or_mark, self.redact, text, in_process=self._redact_in_process
             )
         except Exception as exc:  # the worker died: never store the raw text
-            redacted, error = "[redaction failed]", f"the redaction worker failed: {exc!r}"
+            redacted, error = REDACTION_FAILED, f"the redaction worker failed: {exc!r}"
         if error is not None:
             logger.warning("shadow redactor failed (%s); text not stored", error)
         return redacted
@@ -399,10 +423,27 @@ class Shadow:
         """:meth:`_redacted_side`, off the loop for long texts."""
         if self.redact is None:
             return side
-        update = {"text": await self._redacted_later(side.text)} if side.text else {}
+        update: dict[str, Any] = {"text": await self._redacted_later(side.text)} if side.text else {}
         if side.error:
             update["error"] = await self._redacted_later(side.error)
+        if side.chunk_texts:
+            update["chunk_texts"] = await self._redacted_chunks_later(side.chunk_texts)
         return _updated(side, update)
+
+    async def _redacted_chunks_later(self, texts: list[str | None]) -> list[str | None]:
+        """Chunk texts redacted: inline when short in all, else in the offload worker."""
+        if self.redact is None:
+            return texts
+        if not self.offload.heavy(sum(len(t or "") for t in texts)):
+            return self._logged(*redact_texts(self.redact, texts))
+        try:
+            redacted, error = await self.offload.run(
+                redact_texts, self.redact, texts, in_process=self._redact_in_process
+            )
+        except Exception as exc:  # the worker died: never store the raw text
+            redacted = [t and REDACTION_FAILED for t in texts]
+            error = f"the redaction worker failed: {exc!r}"
+        return self._logged(redacted, error)
 
     def _record(
         self,
@@ -559,7 +600,7 @@ def _request_id(given: str | None) -> str:
     return uuid.uuid4().hex if given is None else normalize_request_id(given)
 
 
-def _updated(side: ShadowAnswer, update: dict[str, str]) -> ShadowAnswer:
+def _updated(side: ShadowAnswer, update: dict[str, Any]) -> ShadowAnswer:
     """``side`` with ``update`` applied; ``side`` itself when nothing in it changes (no copy made)."""
     if all(getattr(side, key) == value for key, value in update.items()):
         return side

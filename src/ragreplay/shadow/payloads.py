@@ -3,7 +3,7 @@
 Streaming apps send the answer in pieces (``data: {"delta": "Ja"}`` ... ``data: [DONE]``); the shadow keeps the
 whole text, so the pieces are joined. A stream whose events carry the full answer at the answer path (often a
 last "final" event) is read from the last such event instead. Chunk ids and the request id are taken from the
-first event that has them.
+first event that has them; a chunk object's text (``context_text_field``) is read with its id.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragreplay.core.reply_shapes import coerce_chunks, get_path
-from ragreplay.core.types import Answer
+from ragreplay.core.types import Answer, RetrievedChunk
 
 STREAM_PIECE_PATHS = ("choices.0.delta.content", "delta", "token", "text", "content")
 """Where a streamed event's piece of text is looked for, in order, unless ``stream_text_path`` is set."""
@@ -32,6 +32,8 @@ class RequestFields:
     answer_path: str = "answer"
     contexts_path: str | None = None
     context_id_field: str = "id"
+    context_text_field: str = "text"
+    """The text field of a chunk object: kept (bounded and redacted) with the row when the reply carries it."""
     user_header: str | None = "X-User-Id"
     user_path: str | None = None
     tags_path: str | None = None
@@ -93,11 +95,15 @@ def sse_events(body: bytes) -> list[str]:
     return events
 
 
+def _chunks(value: Any, fields: RequestFields) -> tuple[RetrievedChunk, ...]:
+    return coerce_chunks(value, fields.context_id_field, text_field=fields.context_text_field)
+
+
 def _from_json(data: Any, fields: RequestFields) -> ParsedReply:
     text = lookup(data, fields.answer_path)
     if not isinstance(text, str):
         raise ValueError(f"no text at answer path '{fields.answer_path}'")
-    contexts = coerce_chunks(lookup(data, fields.contexts_path), fields.context_id_field)
+    contexts = _chunks(lookup(data, fields.contexts_path), fields)
     return ParsedReply(Answer(text=text, contexts=contexts), _id_text(lookup(data, fields.request_id_path)))
 
 
@@ -129,7 +135,7 @@ def _from_stream(body: bytes, fields: RequestFields) -> ParsedReply:
     text = full if full is not None else "".join(pieces)
     if not text:
         raise ValueError("the event stream carried no answer text")
-    chunks = coerce_chunks(contexts, fields.context_id_field)
+    chunks = _chunks(contexts, fields)
     return ParsedReply(Answer(text=text, contexts=chunks), request_id)
 
 

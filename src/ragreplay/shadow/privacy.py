@@ -168,6 +168,21 @@ def redact_or_mark(redact: Redactor, text: str) -> tuple[str, str | None]:
         return REDACTION_FAILED, f"{type(exc).__name__}: {exc}"
 
 
+def redact_texts(redact: Redactor, texts: list[str | None]) -> tuple[list[str | None], str | None]:
+    """Each of ``texts`` (chunk texts; ``None`` stays ``None``) as :func:`redact_or_mark` stores it, and why
+    the first that failed did (a plain function, so that it can run in the shadow's worker process)."""
+    out: list[str | None] = []
+    first_error: str | None = None
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        redacted, error = redact_or_mark(redact, text)
+        out.append(redacted)
+        first_error = first_error or error
+    return out, first_error
+
+
 def no_redaction(text: str) -> str:
     """``text`` unchanged (for logs that are allowed to keep queries verbatim)."""
     return text

@@ -502,6 +502,7 @@ def _side(side: ShadowAnswer) -> dict[str, Any]:
     return {
         "text": side.text,
         "chunk_ids": list(side.chunk_ids),
+        "chunks": [{"id": c.id, "text": c.text} for c in side.chunks()],
         "latency_ms": side.latency_ms,
         "tokens_in": side.tokens.input,
         "tokens_out": side.tokens.output,
