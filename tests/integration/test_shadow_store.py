@@ -88,3 +88,14 @@ def test_many_rows_in_one_batch(store: Store) -> None:
     assert store.shadow_rows.count_shadow_rows() == 1500
     assert store.shadow_rows.mark_shadow_judged([r.id for r in rows[:1200]], T0) == 1200
     assert sum(1 for _ in store.shadow_rows.iter_shadow_rows(unjudged_only=True)) == 300
+
+
+def test_chunk_texts_round_trip_and_rows_without_them_read_back(store: Store) -> None:
+    texts: list[str | None] = ["Verlof: 25 dagen — héllo ✓ <b>", None, "x" * 2000]
+    side = ShadowAnswer(text="new", chunk_ids=["d#1", "d#2", "d#3", "d#4"], chunk_texts=texts)
+    with_texts = make_shadow_row(id="texts", ts=T0, challenger_answer=side)
+    store.shadow_rows.write_shadow_rows([with_texts, row(1)])
+    back = {r.id: r for r in store.shadow_rows.iter_shadow_rows()}
+    assert back["texts"] == with_texts
+    assert [c.text for c in back["texts"].challenger_answer.chunks()] == [*texts, None]
+    assert back["row0001"].challenger_answer.chunk_texts == []
