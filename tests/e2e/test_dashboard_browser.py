@@ -17,7 +17,7 @@ from ragreplay.store import Store
 from ragreplay.web import create_app
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
-from test_dashboard import SCRIPT, seed_rows  # the in-process tests' data
+from test_dashboard import CHUNK, LONG_CHUNK, SCRIPT, seed_rows  # the in-process tests' data
 
 pytestmark = pytest.mark.browser
 
@@ -77,5 +77,20 @@ def test_a_user_narrows_the_window_pages_through_rows_and_opens_one(
     page.wait_for_selector("#row-detail")
     assert page.locator("#row-detail").get_attribute("data-row-id") == "script"
     assert SCRIPT in page.locator("#question").inner_text()  # shown as text
+    champion_chunk = page.locator('[data-side="champion"] .chunk')
+    assert champion_chunk.inner_text().startswith("docscript#1") and CHUNK in champion_chunk.inner_text()
     assert page.evaluate("document.scripts.length") == 0  # the dashboard has no script, and made none
+    assert page.problems == []
+
+
+def test_a_long_chunk_text_is_folded_until_opened(served: tuple[str, Store], page: Any) -> None:
+    base, _ = served
+    page.goto(base + "/rows/long")
+    folded = page.locator('[data-side="challenger"] .chunk details')
+    assert folded.count() == 1 and folded.get_attribute("open") is None
+    whole = folded.locator(".text")
+    assert not whole.is_visible()
+    folded.locator("summary").click()
+    assert whole.is_visible() and whole.inner_text() == LONG_CHUNK
+    assert "text not kept" in page.locator('[data-side="champion"] .chunk').inner_text()  # an ids-only side
     assert page.problems == []
