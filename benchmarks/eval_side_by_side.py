@@ -13,9 +13,9 @@ Each tool runs in a process of its own, one after the other, against a freshly r
 
 - ragreplay: :func:`ragreplay.evaluation.run.evaluate_dataset` (what ``ragreplay eval`` runs) on the rows read
   by ``read_eval_dataset`` from a JSONL file, judge ``mock:bench-model``, at most ``--concurrency`` calls at once
-  (the provider's ``max_concurrency``) and ``--rows-in-flight`` rows (``ragreplay eval --concurrency``: a row
-  waits for its save after its call, so twice the calls keeps every call slot busy), its default retries; one
-  claims-check call a row, plus the lexical metrics (the rows have a reference);
+  (the provider's ``max_concurrency``) and ``--eval-concurrency`` rows calling at once (``ragreplay eval
+  --concurrency``; as many more may wait for their saves), its default retries; one claims-check call a row,
+  plus the lexical metrics (the rows have a reference);
 - RAGAS (``ragas_run.py`` in the virtualenv at ``--ragas-python``): ``faithfulness`` and
   ``answer_correctness`` through ``evaluate`` (its async executor, ``RunConfig()``: 16 workers, 10 retries).
 
@@ -102,11 +102,11 @@ def _determined(metrics: Mapping[str, MetricValue], name: str) -> float | None:
 
 
 async def _ragreplay_eval(
-    base_url: str, rows_file: Path, db: str, concurrency: int, rows_in_flight: int
+    base_url: str, rows_file: Path, db: str, concurrency: int, eval_concurrency: int
 ) -> dict[str, Any]:
     settings = Settings(
         db=db,
-        concurrency=rows_in_flight,
+        concurrency=eval_concurrency,
         providers={"mock": ProviderConfig(base_url=base_url, max_concurrency=concurrency)},
         prices={JUDGE: Price(0.4, 1.6)},
     )
@@ -141,11 +141,11 @@ async def _ragreplay_eval(
     }
 
 
-def ragreplay_client(base_url: str, rows_file: Path, concurrency: int, rows_in_flight: int) -> None:
+def ragreplay_client(base_url: str, rows_file: Path, concurrency: int, eval_concurrency: int) -> None:
     """ragreplay's half, in this process: prints one JSON line."""
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "eval.db")
-        result = asyncio.run(_ragreplay_eval(base_url, rows_file, db, concurrency, rows_in_flight))
+        result = asyncio.run(_ragreplay_eval(base_url, rows_file, db, concurrency, eval_concurrency))
     print(json.dumps(result), flush=True)
 
 
@@ -158,7 +158,7 @@ def run_scenario(args: argparse.Namespace, limited: bool, rows_dir: Path) -> lis
     try:
         own = [sys.executable, str(Path(__file__).resolve()), "--client", "ragreplay", "--base-url", base_url]
         own += ["--rows-file", str(rows_dir / "rows.jsonl"), "--concurrency", str(args.concurrency)]
-        own += ["--rows-in-flight", str(args.rows_in_flight)]
+        own += ["--eval-concurrency", str(args.eval_concurrency)]
         results.append(run_client(own, base_url, env))
         if args.ragas_python.exists():
             command = [str(args.ragas_python), str(HERE / "ragas_run.py"), str(rows_dir / "ragas_rows.json")]
@@ -224,10 +224,10 @@ def main() -> None:
     parser.add_argument("--error-rate", type=float, default=0.05, help="share answered 500 (limited)")
     parser.add_argument("--concurrency", type=int, default=16, help="ragreplay's calls at once (the ideal's)")
     parser.add_argument(
-        "--rows-in-flight",
+        "--eval-concurrency",
         type=int,
-        default=32,
-        help="ragreplay's rows at once (`ragreplay eval --concurrency`)",
+        default=16,
+        help="ragreplay's rows calling at once (`ragreplay eval --concurrency`)",
     )
     parser.add_argument("--scenario", choices=["both", "open", "limited"], default="both")
     parser.add_argument(
@@ -239,7 +239,7 @@ def main() -> None:
     parser.add_argument("--rows-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client == "ragreplay":
-        ragreplay_client(args.base_url, args.rows_file, args.concurrency, args.rows_in_flight)
+        ragreplay_client(args.base_url, args.rows_file, args.concurrency, args.eval_concurrency)
         return
     if not args.ragas_python.exists():
         print(
@@ -259,7 +259,7 @@ def main() -> None:
     print(
         f"{args.rows} rows; open: {args.latency_ms:g} ms latency, no limit; limited: also "
         f"{args.rate_limit:g} requests/s and {args.error_rate:.0%} 500s; ragreplay {args.concurrency} calls and "
-        f"{args.rows_in_flight} rows at once; "
+        f"{args.eval_concurrency} rows calling at once; "
         f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
     print(table(results))
