@@ -80,3 +80,14 @@ def test_every_command_help_exits_0_and_shows_its_options(path: tuple[str, ...])
 def test_a_mistyped_command_still_suggests_the_lazy_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rnu"]) == 2
     assert "Did you mean 'run'" in capsys.readouterr().err
+
+
+def test_the_shadow_table_help_is_each_commands_own() -> None:
+    from ragreplay.cli.shadow_group import SHADOW_COMMANDS
+
+    for lazy in SHADOW_COMMANDS:
+        loaded = lazy.load("ragreplay shadow")
+        assert loaded.help is not None and not loaded.short_help, lazy.name
+        assert " ".join(loaded.help.split("\n\n")[0].split()) == lazy.help, lazy.name
+    names = [lazy.name for lazy in SHADOW_COMMANDS]
+    assert names == ["serve", "judge", "report", "feedback", "purge", "dashboard", "demo"]

@@ -4,7 +4,10 @@ line, which extra to install, and the CLI exits 2 without a traceback. A missing
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,14 +29,56 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize("module", ["uvicorn", "starlette", "aiohttp"])
-def test_shadow_without_the_server_stack_names_the_shadow_extra(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], module: str
+@pytest.mark.parametrize("command", ["serve", "dashboard", "demo"])
+def test_shadow_servers_without_the_server_stack_name_the_shadow_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], module: str, command: str
 ) -> None:
     _without(monkeypatch, module)
-    assert main(["shadow", "judge", "--help"]) == 2
+    assert main(["shadow", command, "--help"]) == 2
     line = _one_line_error(capsys)
-    assert f"ragreplay shadow needs the optional package '{module}'" in line
+    assert f"ragreplay shadow {command} needs the optional package '{module}'" in line
     assert "pip install 'ragreplay[shadow]'" in line
+
+
+_BASE_INSTALL = """
+import sys
+for name in ("uvicorn", "uvloop", "starlette", "aiohttp"):
+    sys.modules[name] = None  # as on an install without the [shadow] extra
+from ragreplay.cli.app import main
+code = main(sys.argv[1:])
+leaked = [n for n in ("uvicorn", "starlette", "aiohttp") if sys.modules.get(n) is not None]
+sys.exit(code if not leaked else 99)
+"""
+
+
+def _base_install(*args: str) -> subprocess.CompletedProcess[str]:
+    """``ragreplay ARGS`` in a fresh interpreter that cannot import the server stack."""
+    return subprocess.run(
+        [sys.executable, "-c", _BASE_INSTALL, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_shadow_judge_report_feedback_and_purge_run_on_the_base_install(tmp_path: Path) -> None:
+    from builders import make_shadow_row
+    from ragreplay.store import Store
+
+    db = str(tmp_path / "light.db")
+    store = Store.open(db)
+    store.shadow_rows.write_shadow_rows([make_shadow_row(id=f"r{i}", request_id=f"q{i}") for i in range(3)])
+    store.close()
+    (tmp_path / "fb.jsonl").write_text('{"request_id": "q1", "feedback": "good"}\n', encoding="utf-8")
+    for help_of in ("report", "judge", "feedback", "purge"):
+        shown = _base_install("shadow", help_of, "--help")
+        assert shown.returncode == 0 and f"shadow {help_of}" in shown.stdout, shown.stderr
+    judged = _base_install("shadow", "judge", "--db", db, "--judge", "fake:default", "--since", "30d")
+    assert judged.returncode == 0, judged.stderr
+    assert _base_install("shadow", "feedback", str(tmp_path / "fb.jsonl"), "--db", db).returncode == 0
+    report = _base_install("shadow", "report", "--db", db, "--since", "30d", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["challengers"][0]["name"] == "b"
+    assert _base_install("shadow", "purge", "--older-than", "30d", "--db", db, "--dry-run").returncode == 0
+    served = _base_install("shadow", "serve", "--help")
+    assert served.returncode == 2 and "pip install 'ragreplay[shadow]'" in served.stderr
 
 
 def test_gate_demo_without_the_server_stack_names_the_shadow_extra(

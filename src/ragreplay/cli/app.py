@@ -9,11 +9,8 @@ from rich.text import Text
 
 from ragreplay.cli import root_options
 from ragreplay.cli.common import OUTPUT, err_console
-from ragreplay.cli.lazy import TYPER_SETTINGS, LazyCommand, LazyGroup
+from ragreplay.cli.lazy import SERVER_STACK, TYPER_SETTINGS, LazyCommand, LazyGroup
 from ragreplay.errors import RagreplayError, missing_extra
-
-SERVER_STACK = ("uvicorn", "starlette", "aiohttp")
-"""What the commands that serve HTTP or proxy it need: the ``[shadow]`` extra."""
 
 COMMANDS = (
     LazyCommand(
@@ -152,7 +149,6 @@ COMMANDS = (
         "shadow",
         "ragreplay.cli.shadow_group:shadow_app",
         "Shadow live traffic: challengers answer the same questions off the user's path.",
-        needs=SERVER_STACK,
     ),
     LazyCommand(
         "regset",

@@ -27,6 +27,9 @@ TYPER_SETTINGS: dict[str, Any] = {
 }
 """The settings of the root app, given to each command's conversion too."""
 
+SERVER_STACK = ("uvicorn", "starlette", "aiohttp")
+"""What the commands that serve HTTP or proxy it need: the ``[shadow]`` extra."""
+
 
 @dataclass(frozen=True)
 class LazyCommand:
@@ -43,12 +46,12 @@ class LazyCommand:
     help: str
     needs: tuple[str, ...] = ()
 
-    def load(self) -> _click.Command:
+    def load(self, prefix: str = "ragreplay") -> _click.Command:
         """Import the module and convert the command as typer would have at registration; a module of
         :attr:`needs` that is not installed is a one-line :class:`~ragreplay.errors.MissingExtraError` naming
-        the extra to install."""
+        the command (``prefix`` and its name) and the extra to install."""
         for module in self.needs:
-            import_extra(module, f"ragreplay {self.name}")
+            import_extra(module, f"{prefix} {self.name}")
         module_name, _, attribute = self.target.partition(":")
         obj = getattr(importlib.import_module(module_name), attribute)
         holder = typer.Typer(**TYPER_SETTINGS)
@@ -70,6 +73,8 @@ class LazyGroup(TyperGroup):
     """A :class:`TyperGroup` whose :attr:`lazy_commands` are loaded on first use, after its eager commands."""
 
     lazy_commands: ClassVar[tuple[LazyCommand, ...]] = ()
+    command_path: ClassVar[str] = "ragreplay"
+    """How a missing extra's message names this group's commands (``ragreplay shadow`` for a sub-group)."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
@@ -82,7 +87,7 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         """The command, importing its module the first time it is asked for."""
         if cmd_name not in self.commands and cmd_name in self._lazy:
-            self.commands[cmd_name] = self._lazy[cmd_name].load()
+            self.commands[cmd_name] = self._lazy[cmd_name].load(self.command_path)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:

@@ -28,10 +28,6 @@ from ragreplay.shadow.serve_app import app_from_config, bare_proxy_from_config
 from ragreplay.shadow.workers import check_workers, run_workers
 from ragreplay.store import Store
 
-shadow_app = typer.Typer(
-    help="Shadow live traffic: challengers answer the same questions off the user's path."
-)
-
 
 def check_champion_url(url: str, flag: str = "--champion") -> str:
     """The URL if it is an absolute http(s) base URL without query or fragment; else a `ConfigError`."""
@@ -191,7 +187,6 @@ def resolve_config(config: Path | None, flags: dict[str, Any]) -> ShadowServeCon
     return cfg
 
 
-@shadow_app.command()
 def serve(
     champion: Annotated[
         str | None, typer.Option(help="Base URL of the champion RAG app, e.g. http://127.0.0.1:8000")

@@ -80,8 +80,3 @@ def dashboard(
     if warning is not None:
         err_console.print(f"warning: {warning}", highlight=False)
     serve(app, host, port, limits)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``dashboard`` to the ``shadow`` sub-app."""
-    app.command(name="dashboard")(dashboard)

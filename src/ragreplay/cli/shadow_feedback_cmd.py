@@ -118,8 +118,3 @@ def _import(source: FeedbackFile, db: str | None, dry_run: bool, config: Path | 
     err_console.print(
         summary_line(source.name, counts, source.now, written), markup=False, highlight=False, soft_wrap=True
     )
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``feedback`` to the ``shadow`` sub-app."""
-    app.command(name="feedback")(feedback)

@@ -162,9 +162,3 @@ def report(
         console.print(build_comparison_renderable(summary))
     else:
         sys.stdout.write(render_comparison(summary, fmt))
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``judge`` and ``report`` to the ``shadow`` sub-app."""
-    app.command(name="judge")(judge)
-    app.command(name="report")(report)

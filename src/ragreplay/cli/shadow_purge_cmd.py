@@ -127,8 +127,3 @@ def purge(
 
 def _say(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``purge`` to the ``shadow`` sub-app."""
-    app.command(name="purge")(purge)
