@@ -142,8 +142,14 @@ def _from_stream(body: bytes, fields: RequestFields) -> ParsedReply:
 def parse_reply(body: bytes, content_type: str | None, fields: RequestFields) -> ParsedReply:
     """The answer in a reply body: SSE stream, JSON, or (``text/plain``, ``text/markdown``) the body itself.
 
-    ``ValueError`` when none of them yields a text answer.
+    ``ValueError`` when none of them yields a text answer. A reply reports no cost, so its answer counts as one
+    call of unknown price (``unpriced_calls`` 1, see ``core/costs``), never as $0.
     """
+    parsed = _parse(body, content_type, fields)
+    return ParsedReply(parsed.answer.model_copy(update={"unpriced_calls": 1}), parsed.request_id)
+
+
+def _parse(body: bytes, content_type: str | None, fields: RequestFields) -> ParsedReply:
     if is_event_stream(body, content_type):
         return _from_stream(body, fields)
     media = (content_type or "").split(";")[0].strip().lower()

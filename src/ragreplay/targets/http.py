@@ -201,7 +201,7 @@ class HttpTarget(TargetBase):
     def _parse(self, response: httpx.Response) -> Answer:
         cfg = self._cfg
         if cfg.answer_path is None:
-            return Answer(text=response.text, extra={"status": response.status_code})
+            return Answer(text=response.text, unpriced_calls=1, extra={"status": response.status_code})
         try:
             data = response.json()
         except ValueError:
@@ -218,7 +218,7 @@ class HttpTarget(TargetBase):
             )
             tokens = coerce_tokens(self._lookup(data, "tokens_path", cfg.tokens_path, response))
             cost = self._lookup(data, "cost_path", cfg.cost_path, response)
-            cost_usd = float(cost) if cost is not None else 0.0
+            cost_usd = float(cost) if cost is not None else 0.0  # no cost: unknown, counted as unpriced
         except (ValueError, TypeError) as exc:
             raise _Permanent(f"bad response: {exc}") from None
         return Answer(
@@ -226,6 +226,7 @@ class HttpTarget(TargetBase):
             contexts=contexts,
             tokens=tokens,
             cost_usd=cost_usd,
+            unpriced_calls=int(cost is None),
             extra={"status": response.status_code},
         )
 
