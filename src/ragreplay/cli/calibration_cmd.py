@@ -27,6 +27,7 @@ from ragreplay.cli.common import (
     open_store,
     settings_from,
 )
+from ragreplay.core.costs import cost_text
 from ragreplay.core.judge_version import JudgeVersion
 from ragreplay.core.review import Agreement, AlertPolicy
 from ragreplay.core.version_agreement import SideBySide, side_by_side
@@ -155,7 +156,7 @@ async def _rejudge(
             task = bar.add_task("re-judging", total=len(todo))
 
             def show(p: Progress) -> None:
-                cost = f"${p.cost_usd:.4f}"
+                cost = cost_text(p.cost_usd, p.unpriced_calls)
                 bar.update(task, completed=p.done, description=f"re-judging ({p.errors} errors, {cost})")
 
             with bar:
@@ -233,7 +234,7 @@ def rejudge_cmd(
     if progress is not None:
         _say(
             f"judged {progress.done - progress.errors} item(s) ({progress.unscorable} could not be scored), "
-            f"${progress.cost_usd:.4f}"
+            f"{cost_text(progress.cost_usd, progress.unpriced_calls)}"
             + (
                 f"; {progress.errors} failed and were not saved: run it again to retry them"
                 if progress.errors

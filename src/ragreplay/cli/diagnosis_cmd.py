@@ -21,6 +21,7 @@ from ragreplay.cli.common import (
     open_store,
     settings_from,
 )
+from ragreplay.core.costs import cost_text
 from ragreplay.diagnosis.corpus_search import CorpusSearch, load_corpus_of
 from ragreplay.diagnosis.coverage_run import CoverageReport, check_coverage, check_coverage_judged
 from ragreplay.diagnosis.queries import DiffQuery, queries_from_file, queries_from_store
@@ -73,7 +74,8 @@ def coverage(
     task = bar.add_task("checking coverage", total=len(rows))
 
     def on_progress(p: Progress) -> None:
-        bar.update(task, completed=p.done)
+        cost = f" ({cost_text(p.cost_usd, p.unpriced_calls)})" if judge is not None else ""
+        bar.update(task, completed=p.done, description=f"checking coverage{cost}")
 
     async def go() -> CoverageReport:
         search = await asyncio.to_thread(CorpusSearch.build, docs, chunking)

@@ -20,6 +20,7 @@ from ragreplay.cli.common import (
     settings_from,
 )
 from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, write_json
+from ragreplay.core.costs import cost_text
 from ragreplay.errors import ConfigError
 from ragreplay.jobs.runner import Progress
 from ragreplay.jobs.writer import StoreWriter
@@ -126,6 +127,7 @@ def judge(
                 "errors": counts.errors,
                 "unscorable": counts.unscorable,
                 "cost_usd": counts.cost_usd,
+                "unpriced_calls": counts.unpriced_calls,
                 "unjudged_left": left,
             }
         )
@@ -133,6 +135,7 @@ def judge(
     err_console.print(
         f"judged {counts.done} shadow row(s) since {since}"
         + (f", {counts.errors} with a failed side (recorded as errors)" if counts.errors else "")
+        + f"; judges' cost {cost_text(counts.cost_usd, counts.unpriced_calls)}"
         + f"; {left} unjudged row(s) left in the store",
         highlight=False,
     )

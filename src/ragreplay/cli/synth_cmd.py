@@ -27,6 +27,7 @@ from ragreplay.cli.common import (
 )
 from ragreplay.cli.demo_cmd import demo_data_dir
 from ragreplay.cli.golden_cmd import saved_line
+from ragreplay.core.costs import cost_text
 from ragreplay.datasets.export import to_jsonl, write_whole
 from ragreplay.datasets.golden import save_rows
 from ragreplay.datasets.synth import SynthResult, synthesize
@@ -48,7 +49,8 @@ async def _run(
     task = bar.add_task("generating", total=n)
 
     def on_progress(p: Progress) -> None:
-        bar.update(task, completed=p.done, total=p.total)
+        cost = cost_text(p.cost_usd, p.unpriced_calls)
+        bar.update(task, completed=p.done, total=p.total, description=f"generating ({cost})")
 
     with bar:
         return await synthesize(store, settings, corpus, n, seed, model, progress=on_progress)
@@ -58,6 +60,8 @@ def _summary(result: SynthResult) -> None:
     kinds = Counter(t.partition("=")[2] for r in result.rows for t in r.tags if t.startswith("kind="))
     made = "template-made (no model)" if result.template_made else f"written by {result.recipe['model']}"
     _say(f"{len(result.rows)} questions, {made}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    if not result.template_made:
+        _say(f"cost {cost_text(result.cost_usd, result.unpriced_calls)}")
     if result.merged:
         _say(f"{result.merged} near-duplicate question(s) merged into another")
     for kind, missing in result.short.items():

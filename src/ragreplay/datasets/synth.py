@@ -47,6 +47,7 @@ class SynthOutcome:
     problem: str = ""
     failed: bool = False
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
 
 
 @dataclass
@@ -68,8 +69,11 @@ class SynthJob:
         try:
             item = read_reply(response.text, task.kind, {c.id for c in task.chunks})
         except UnreadableReply as exc:
-            return SynthOutcome(index, None, f"unreadable reply: {exc}", cost_usd=response.cost_usd)
-        return SynthOutcome(index, item, cost_usd=response.cost_usd)
+            problem = f"unreadable reply: {exc}"
+            return SynthOutcome(
+                index, None, problem, cost_usd=response.cost_usd, unpriced_calls=response.unpriced_calls
+            )
+        return SynthOutcome(index, item, cost_usd=response.cost_usd, unpriced_calls=response.unpriced_calls)
 
     def count(self, progress: Progress, result: SynthOutcome) -> None:
         """Keep the outcome; failed calls count as errors, unreadable replies as unscorable, and the cost."""
@@ -79,17 +83,21 @@ class SynthJob:
         elif result.item is None:
             progress.unscorable += 1
         progress.cost_usd += result.cost_usd
+        progress.unpriced_calls += result.unpriced_calls
 
 
 @dataclass(frozen=True)
 class SynthResult:
-    """The rows made, and what happened on the way: shortfall per kind, merged duplicates, problems."""
+    """The rows made, and what happened on the way: shortfall per kind, merged duplicates, problems, and the
+    model's cost (priced dollars and calls of unknown price, see ``core/costs``)."""
 
     rows: list[GoldenRow]
     recipe: dict[str, object]
     short: Mapping[Kind, int] = field(default_factory=dict)
     merged: int = 0
     problems: tuple[str, ...] = ()
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
 
     @property
     def template_made(self) -> bool:
@@ -164,7 +172,7 @@ async def generate(
     tasks, short = plan_tasks(cf, n, seed)
     plan = JobPlan(todo=list(enumerate(tasks)), progress=Progress(total=len(tasks)))
     job = SynthJob(model)
-    await run_job(job, plan, concurrency, progress)
+    state = await run_job(job, plan, concurrency, progress)
     ordered = sorted(job.outcomes.values(), key=lambda o: o.index)
     done = [(tasks[o.index], o.item) for o in ordered if o.item is not None]
     kept, merged = dedupe(done)
@@ -184,7 +192,7 @@ async def generate(
     problems = tuple(
         f"task {o.index + 1} ({tasks[o.index].kind}): {o.problem}" for o in ordered if o.item is None
     )
-    return SynthResult(rows, recipe, dict(short), merged, problems)
+    return SynthResult(rows, recipe, dict(short), merged, problems, state.cost_usd, state.unpriced_calls)
 
 
 async def synthesize(

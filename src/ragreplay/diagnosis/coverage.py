@@ -80,6 +80,8 @@ class JudgeCheck(BaseModel):
     error: str | None = None
     cached: bool = False
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """A call of a model whose price is unknown: its dollars are not in ``cost_usd`` (see ``core/costs``)."""
 
 
 class QuestionCoverage(BaseModel):

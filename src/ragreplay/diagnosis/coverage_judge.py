@@ -150,4 +150,5 @@ async def judge_coverage(
     except ProviderError as exc:
         return JudgeCheck(verdict=None, error=f"judge call failed: {exc}")
     check = read_check(response.text, len(chunks))
-    return check.model_copy(update={"cached": response.cached, "cost_usd": response.cost_usd})
+    cost = {"cost_usd": response.cost_usd, "unpriced_calls": response.unpriced_calls}
+    return check.model_copy(update={"cached": response.cached, **cost})

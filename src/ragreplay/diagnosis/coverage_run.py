@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from ragreplay.core.costs import total_cost
 from ragreplay.core.eval import EvalRow
 from ragreplay.core.run_summary import RateValue
 from ragreplay.diagnosis.corpus_search import CorpusSearch
@@ -52,6 +53,9 @@ class CoverageSummary(BaseModel):
     judge_prompt: str | None = None
     judge_verdicts: dict[str, int] = {}
     judge_agreement: RateValue | None = None
+    judge_cost_usd: float = 0.0
+    judge_unpriced_calls: int = 0
+    """The LLM check's calls whose price is unknown, not in ``judge_cost_usd`` (see ``core/costs``)."""
 
 
 class CoverageReport(BaseModel):
@@ -104,6 +108,7 @@ class CoverageJob:
         elif result.judge.verdict is None:
             progress.unscorable += 1
         progress.cost_usd += result.judge.cost_usd
+        progress.unpriced_calls += result.judge.unpriced_calls
 
 
 def summarize_coverage(
@@ -116,6 +121,7 @@ def summarize_coverage(
     """Counts per status (every status present, 0 included), skipped reasons, the judge's verdicts and its
     agreement with the lexical status on the questions both determined."""
     counts = Counter(q.status for q in questions)
+    cost_usd, unpriced = total_cost(q.judge for q in questions)
     verdicts: Counter[str] = Counter()
     agree = compared = 0
     for q in questions:
@@ -140,6 +146,8 @@ def summarize_coverage(
         judge_prompt=PROMPT_VERSION if judge else None,
         judge_verdicts=dict(verdicts),
         judge_agreement=(RateValue.of(agree, compared) if judge else None),
+        judge_cost_usd=cost_usd,
+        judge_unpriced_calls=unpriced,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ragreplay.core.costs import cost_text
 from ragreplay.diagnosis.coverage import QuestionCoverage, Status
 from ragreplay.diagnosis.coverage_run import CoverageReport
 from ragreplay.report.labels import md_text, truncate
@@ -53,6 +54,7 @@ def _head(report: CoverageReport) -> list[tuple[str, str]]:
         rows.append(("LLM check", f"{s.judge} ({s.judge_prompt}): {verdicts}"))
         if s.judge_agreement is not None:
             rows.append(("agrees with lexical", _ratio(s.judge_agreement.k, s.judge_agreement.n)))
+        rows.append(("LLM check cost", cost_text(s.judge_cost_usd, s.judge_unpriced_calls)))
     for reason, n in sorted(s.skipped_reasons.items()):
         rows.append(("skipped", f"{n} x {reason}"))
     return rows

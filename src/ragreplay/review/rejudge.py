@@ -177,10 +177,11 @@ def decision_of(outcome: PairOutcome, version: JudgeVersion) -> JudgeDecision:
 @dataclass(frozen=True)
 class RejudgeResult:
     """One item's outcome: its decision (``None`` when the judge failed: nothing is saved, a later run retries
-    it), what it cost, and the failure."""
+    it), what it cost (priced dollars and unpriced calls, see ``core/costs``), and the failure."""
 
     decision: JudgeDecision | None
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
     error: str | None = None
 
 
@@ -216,6 +217,7 @@ class RejudgeJob:
             "input_tokens": sum(j.tokens.input for j in judgments),
             "output_tokens": sum(j.tokens.output for j in judgments),
             "cost_usd": sum(j.cost_usd for j in judgments),
+            "unpriced_calls": sum(j.unpriced_calls for j in judgments),
             "reason": " | ".join(j.reason for j in judgments if j.reason),
         }
         record = ReviewJudgmentRecord(
@@ -226,13 +228,14 @@ class RejudgeJob:
             details=details,
         )
         await self.writer.save_review_judgments([record])
-        return RejudgeResult(decision, cost_usd=details["cost_usd"])
+        return RejudgeResult(decision, details["cost_usd"], details["unpriced_calls"])
 
     def count(self, progress: Progress, result: RejudgeResult) -> None:
         """A failed judge is an error, an unscored pair unscorable; the cost adds up."""
         progress.errors += result.error is not None
         progress.unscorable += result.decision is not None and result.decision.winner is None
         progress.cost_usd += result.cost_usd
+        progress.unpriced_calls += result.unpriced_calls
 
 
 async def rejudge(

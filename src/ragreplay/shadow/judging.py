@@ -21,6 +21,7 @@ from ragreplay.compare.case_comparison import side_of
 from ragreplay.compare.checks import expected_language, is_wrong_language
 from ragreplay.compare.grid import ComparisonSummary, build_summary
 from ragreplay.core.compare_stats import CompareRow, Preferred
+from ragreplay.core.costs import total_cost
 from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, Fit
@@ -129,6 +130,9 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
         payload["outcome"] = outcome.model_dump(mode="json")
         reasons += [j.reason for _, j in outcome.judgments if j.reason]
     payload["reason"] = " | ".join(reasons)
+    calls = [j for _, j in outcome.judgments] if isinstance(outcome, PairOutcome) else []
+    fit_call = None if isinstance(judgment, BaseException) else judgment
+    payload["cost_usd"], payload["unpriced_calls"] = total_cost([fit_call, *calls])
     return ShadowJudgmentRecord(**record, fit=fit, winner=winner, consistent=consistent, payload=payload)
 
 
@@ -150,8 +154,10 @@ class ShadowJudgingJob:
         return record
 
     def count(self, progress: Progress, result: ShadowJudgmentRecord) -> None:
-        """A row with a failed side counts as an error."""
+        """A row with a failed side counts as an error; the judges' dollars and unpriced calls are added."""
         progress.errors += result.error is not None
+        progress.cost_usd += float(result.payload.get("cost_usd", 0.0))
+        progress.unpriced_calls += int(result.payload.get("unpriced_calls", 0))
 
 
 async def judge_shadow(
