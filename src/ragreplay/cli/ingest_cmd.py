@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from ragreplay.cli.common import ConfigOption, DbOption, console, open_store, progress_display, settings_from
+from ragreplay.cli.common import (
+    ConfigOption,
+    DbOption,
+    console,
+    err_console,
+    open_store,
+    progress_display,
+    settings_from,
+)
 from ragreplay.cli.json_output import check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
@@ -39,14 +49,36 @@ def _dry_run(path: Path, fmt: str | None, mapping: FieldMapping | None, db: str)
         return ingest_file(path, store, fmt, mapping, dry_run=True)
 
 
+def _pull_langfuse(url: str, since: str | None, limit: int | None, folder: Path) -> Path:
+    """Pull Langfuse's public API into ``folder``; the keys come from the environment, never from flags."""
+    from ragreplay.ingest.langfuse_api import LangfusePull, pull_langfuse
+    from ragreplay.shadow.judging import parse_since
+
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit {limit}: give at least 1 trace. Fix: e.g. --limit 500, or leave it out")
+    pull = LangfusePull(url, since=parse_since(since) if since else None, limit=limit)
+    dest = folder / "langfuse-api.jsonl"
+    with progress_display("[progress.description]{task.description}") as bar:
+        task = bar.add_task("pulling from Langfuse", total=None)
+
+        def on_progress(endpoint: str, records: int) -> None:
+            bar.update(task, description=f"pulling {endpoint} from Langfuse: {records}")
+
+        summary = pull_langfuse(pull, dest, os.environ, progress=on_progress)
+    counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items())
+    capped = " (stopped at the page/record cap: narrow --since or set --limit)" if summary.capped else ""
+    err_console.print(f"pulled {counts} from {url}{capped}")
+    return dest
+
+
 def ingest(
     path: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="Conversation log: canonical JSONL, flat CSV/JSONL, OpenAI chat JSONL, or a Langfuse, LangSmith, "
-            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export"
+            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export (or --from-langfuse)"
         ),
-    ],
+    ] = None,
     db: DbOption = None,
     fmt: Annotated[
         str | None,
@@ -70,9 +102,37 @@ def ingest(
         ),
     ] = "text",
     config: ConfigOption = None,
+    from_langfuse: Annotated[
+        str | None,
+        typer.Option(
+            "--from-langfuse",
+            help="Pull from this Langfuse server's public API instead of a file (keys: env LANGFUSE_PUBLIC_KEY, "
+            "LANGFUSE_SECRET_KEY)",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="With --from-langfuse: records since an age (7d, 24h) or a date")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="With --from-langfuse: at most this many traces")] = None,
 ) -> None:
     """Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing."""
     as_json = check_output_format(output_format, "--output-format")
+    if (path is None) == (from_langfuse is None):
+        raise ConfigError("ingest: give a log file or --from-langfuse URL, not both or neither")
+    if from_langfuse is None and (since is not None or limit is not None):
+        raise ConfigError(
+            "--since and --limit go with --from-langfuse. Fix: drop them, or add --from-langfuse"
+        )
+    if from_langfuse is not None:
+        if fmt not in (None, "langfuse"):
+            raise ConfigError(
+                f"--format {fmt} with --from-langfuse: the pull is Langfuse. Fix: drop --format"
+            )
+        with TemporaryDirectory(prefix="ragreplay-langfuse-") as folder:
+            pulled = _pull_langfuse(from_langfuse, since, limit, Path(folder))
+            ingest(pulled, db, "langfuse", mapping, dry_run, output_format, config)
+        return
+    assert path is not None
     if fmt == "json":
         raise ConfigError(
             "--format json: --format names the log's format (canonical, flat, openai, ...; detected when left "
