@@ -177,3 +177,22 @@ def test_cli_401_exits_2_and_writes_nothing(
     assert "LANGFUSE_SECRET_KEY" in err and "sk-lf-bad" not in err and "Traceback" not in err
     with Store.open(store_url) as store:
         assert store.cases.list_sources() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "a log file or --from-langfuse"),
+        (["log.jsonl", "--from-langfuse", "http://127.0.0.1:9"], "not both"),
+        (["log.jsonl", "--since", "7d"], "go with --from-langfuse"),
+        (["--from-langfuse", "http://127.0.0.1:9", "--limit", "0"], "at least 1"),
+    ],
+)
+def test_cli_flag_mistakes_exit_2_with_a_fix(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "store.db"
+    assert main(["ingest", *args, "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not db.exists()

@@ -118,7 +118,10 @@ def ingest(
     """Ingest a conversation log. Re-ingesting the same file is a no-op; a bad file writes nothing."""
     as_json = check_output_format(output_format, "--output-format")
     if (path is None) == (from_langfuse is None):
-        raise ConfigError("ingest: give a log file or --from-langfuse URL, not both or neither")
+        raise ConfigError(
+            "ingest: give a log file or --from-langfuse URL, not both or neither. Fix: e.g. "
+            "`ragreplay ingest logs.jsonl` or `ragreplay ingest --from-langfuse https://cloud.langfuse.com`"
+        )
     if from_langfuse is None and (since is not None or limit is not None):
         raise ConfigError(
             "--since and --limit go with --from-langfuse. Fix: drop them, or add --from-langfuse"
