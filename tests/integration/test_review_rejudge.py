@@ -217,3 +217,12 @@ def test_the_judge_that_judged_the_shadow_rows_needs_no_rejudge(store: Store) ->
     assert rejudge_plan(store, labelled_items(store), version) == []
     asyncio.run(_rejudge(store, model))
     assert model.calls == 10
+
+
+def test_rejudge_counts_the_calls_of_a_judge_with_no_known_price(store: Store) -> None:
+    seed_shadow(store, NOW)
+    queue = build_calibration_queue(store, WEEK, TAX, n=20, seed=1)
+    assert _review(store, queue.id, "ann", 3) == 3
+    progress = asyncio.run(_rejudge(store, ScriptedChatModel(_answer, name="acme:unlisted", cost_usd=None)))
+    assert progress.done == 3
+    assert (progress.cost_usd, progress.unpriced_calls) == (0.0, 6)  # 3 items x 2 orders, none priced
