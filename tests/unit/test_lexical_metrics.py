@@ -3,11 +3,21 @@ text (the same as rouge-score's own on ASCII text), token F1 and exact match."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from ragreplay.metrics.lexical import UnicodeTokenizer, bleu, corpus_bleu, exact_match, rouge_l, token_f1
+from ragreplay.metrics.lexical import (
+    UnicodeTokenizer,
+    bleu,
+    corpus_bleu,
+    exact_match,
+    lcs_length,
+    rouge_l,
+    token_f1,
+)
 
 LATIN = [
     ("The cat sat on the mat today.", "the cat is on the mat"),
@@ -21,6 +31,24 @@ LATIN = [
 def test_rouge_l_agrees_with_rouge_score_on_ascii_text(candidate: str, reference: str) -> None:
     default = rouge_scorer.RougeScorer(["rougeL"]).score(reference, candidate)["rougeL"].fmeasure
     assert rouge_l(candidate, reference) == pytest.approx(default, abs=1e-12)
+
+
+def test_rouge_l_is_rouge_scores_own_figure_on_random_token_soups() -> None:
+    """The bit-parallel LCS gives rouge-score's exact F-measure (same tokens), repeated words and empty
+    texts included."""
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
+    rng = random.Random(7)
+    words = ["the", "cat", "mat", "of", "één", "所", "days", "25"]
+    for _ in range(2000):
+        candidate = " ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        reference = " ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        expected = float(scorer.score(reference, candidate)["rougeL"].fmeasure)
+        assert rouge_l(candidate, reference) == expected
+
+
+def test_lcs_length() -> None:
+    assert lcs_length(list("abcbdab"), list("bdcaba")) == 4
+    assert lcs_length([], ["a"]) == 0 and lcs_length(["a", "a"], ["a"]) == 1
 
 
 def test_non_latin_text_is_kept() -> None:

@@ -1,5 +1,6 @@
-"""Lexical overlap between an answer and its reference(s): BLEU (sacrebleu), ROUGE-L (rouge-score, with a
-tokenizer that keeps non-Latin text), SQuAD token F1 and exact match (the judges' own normalisation).
+"""Lexical overlap between an answer and its reference(s): BLEU (sacrebleu), ROUGE-L (rouge-score's, with a
+tokenizer that keeps non-Latin text; rouge-score's formula with its LCS computed bit-parallel, so the library and
+its nltk and scipy are never imported), SQuAD token F1 and exact match (the judges' own normalisation).
 
 rouge-score's default tokenizer lower-cases and keeps only ``[a-z0-9]``, so a Dutch "één" loses its letters and a
 Chinese or Greek answer scores 0 against itself; :class:`UnicodeTokenizer` keeps every letter and digit, splits
@@ -21,6 +22,7 @@ __all__ = [
     "bleu",
     "corpus_bleu",
     "exact_match",
+    "lcs_length",
     "load_backends",
     "rouge_l",
     "token_f1",
@@ -61,13 +63,6 @@ def _split_unspaced(run: str) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=1)
-def _rouge_scorer() -> Any:
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
-
-
 @lru_cache(maxsize=8)
 def _sentence_bleu(tokenize: str) -> Any:
     """One sacrebleu ``BLEU`` per tokenizer, kept: built per call it cost more than the score (and lost the
@@ -78,19 +73,45 @@ def _sentence_bleu(tokenize: str) -> Any:
 
 
 def load_backends() -> None:
-    """Import rouge-score (with nltk and scipy, seconds on a busy machine) and sacrebleu now, so that the first
-    score does not; run it off the event loop before a job that scores rows with a reference."""
-    _rouge_scorer()
+    """Import sacrebleu now, so that the first score does not; run it off the event loop before a job that
+    scores rows with a reference. (ROUGE-L needs no import: rouge-score, with nltk and scipy, is not loaded.)"""
     _sentence_bleu("13a")
 
 
+_TOKENIZER = UnicodeTokenizer()
+
+
+def lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists, bit-parallel (Hyyrö 2004): one big-int
+    step per token of ``second`` instead of rouge-score's table of ``len(first) x len(second)`` Python steps."""
+    masks: dict[str, int] = {}
+    for i, token in enumerate(first):
+        masks[token] = masks.get(token, 0) | (1 << i)
+    full = (1 << len(first)) - 1
+    row = full
+    for token in second:
+        matched = row & masks.get(token, 0)
+        row = ((row + matched) | (row - matched)) & full
+    return len(first) - row.bit_count()
+
+
+def _rouge_l_f(candidate: list[str], reference: list[str]) -> float:
+    """rouge-score's ROUGE-L F-measure (same formula, same float steps) of two token lists."""
+    if not candidate or not reference:
+        return 0.0
+    common = lcs_length(reference, candidate)
+    precision, recall = common / len(candidate), common / len(reference)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
 def rouge_l(candidate: str, references: str | Sequence[str]) -> float:
-    """ROUGE-L F-measure of ``candidate`` against the best of ``references`` (0..1)."""
+    """ROUGE-L F-measure of ``candidate`` against the best of ``references`` (0..1): rouge-score's, with
+    :class:`UnicodeTokenizer` and a faster LCS (its results are pinned against rouge-score by the tests)."""
     refs = [references] if isinstance(references, str) else list(references)
     if not refs:
         raise ValueError("rouge_l needs at least one reference")
-    scorer = _rouge_scorer()
-    return max(float(scorer.score(ref, candidate)["rougeL"].fmeasure) for ref in refs)
+    tokens = _TOKENIZER.tokenize(candidate)
+    return max(_rouge_l_f(tokens, _TOKENIZER.tokenize(ref)) for ref in refs)
 
 
 def bleu(candidate: str, references: str | Sequence[str], tokenize: str = "13a") -> float:
