@@ -12,7 +12,7 @@ import pytest
 from ragreplay.core.chat import ProviderError
 from ragreplay.core.eval import EvalContext, EvalRow
 from ragreplay.core.runs import RunStatus
-from ragreplay.evaluation.run import EvalReport, evaluate, evaluate_dataset
+from ragreplay.evaluation.run import EvalReport, evaluate, evaluate_dataset, stored_rows
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.metrics.llm import LLM_METRICS, build_request
 from ragreplay.providers.cache import CachedModel
@@ -67,6 +67,9 @@ def test_one_judge_call_per_row_and_every_metric_where_it_applies(store: Store) 
     assert set(summary.per_tag) == {"even", "odd"}
     stored = store.evals.get_eval(report.record.id)
     assert stored is not None and stored.status == RunStatus.DONE
+    # the report is built from the rows as saved, not read back: the same rows, in dataset order
+    assert report.rows == stored_rows(store, report.record.id)
+    assert [r.row_id for r in report.rows] == [r.id for r in data]
 
 
 def test_a_cancelled_run_resumes_without_repeating_a_call(store: Store, tmp_path: Path) -> None:

@@ -90,6 +90,9 @@ class EvalJob:
     concurrency: int = 16
     slots: asyncio.Semaphore = field(init=False)
     """Held while a row calls the target or the judge, never while it waits for a save."""
+    saved: dict[str, RowScores] = field(init=False, default_factory=dict)
+    """The last scores saved for each row this job ran, as committed: the run's report is built from them
+    without reading the rows back (see :func:`ragreplay.evaluation.run.final_rows`)."""
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(max(1, self.concurrency))
@@ -128,6 +131,7 @@ class EvalJob:
             payload=scores.model_dump(mode="json"),
         )
         await self.writer.save_eval_rows([record])
+        self.saved[scores.row_id] = scores
         return scores
 
     async def run_one(self, row: EvalRow) -> RowScores:

@@ -43,6 +43,7 @@ __all__ = [
     "EvalReport",
     "evaluate",
     "evaluate_dataset",
+    "final_rows",
     "has_reference",
     "lexical_scores",
     "retrieval_scores",
@@ -69,6 +70,16 @@ PlanCallback = Callable[[EvalRunRecord, int, bool], None]
 def stored_rows(store: Store, eval_id: str) -> tuple[RowScores, ...]:
     """The saved rows of an eval run, in dataset order."""
     return tuple(RowScores.model_validate(r.payload) for r in store.evals.load_eval_rows(eval_id))
+
+
+def final_rows(
+    store: Store, eval_id: str, rows: Sequence[EvalRow], saved: Mapping[str, RowScores]
+) -> tuple[RowScores, ...]:
+    """Every row's scores in dataset order: those ``saved`` by this attempt when it scored every row (a fresh
+    run: nothing to read back), else the store's (a resumed run also has rows saved before)."""
+    if len(saved) == len(rows) and all(row.id in saved for row in rows):
+        return tuple(saved[row.id] for row in rows)
+    return stored_rows(store, eval_id)
 
 
 def stored_report(store: Store, record: EvalRunRecord) -> EvalReport:
@@ -151,7 +162,7 @@ async def evaluate(
     except BaseException:
         store.evals.set_eval_status(record.id, RunStatus.INTERRUPTED)
         raise
-    scored = stored_rows(store, record.id)
+    scored = final_rows(store, record.id, rows, job.saved)
     summary = summarize(scored, metric_order(record))
     store.evals.finish_eval(record.id, summary.model_dump(mode="json"))
     finished = store.evals.get_eval(record.id) or record
