@@ -116,7 +116,8 @@ def test_shadow_judge_summary_as_json(tmp_path: Path, capsys: pytest.CaptureFixt
     argv = ["shadow", "judge", "--db", db, "--judge", "fake:default", "--format", "json"]
     first = _json(capsys, argv)
     assert first == {
-        "since": "7d", "judged": 2, "errors": 1, "unscorable": 0, "cost_usd": first["cost_usd"], "unjudged_left": 0,
+        "since": "7d", "judged": 2, "errors": 1, "unscorable": 0, "cost_usd": 0.0, "unpriced_calls": 0,
+        "unjudged_left": 0,
     }  # fmt: skip
     assert _json(capsys, argv)["judged"] == 0  # each row is judged once
 
