@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from ragreplay.core.runs import SourceRecord
 from ragreplay.core.shadow import ShadowAnswer, ShadowRow, new_row_id
-from ragreplay.core.types import Case, Feedback, Message, RetrievedChunk, Role
+from ragreplay.core.types import Case, Conversation, Feedback, Message, RetrievedChunk, Role
+from ragreplay.store import Store
 
 
 def make_case(
@@ -85,3 +87,11 @@ def make_shadow_row(
 
 def _side(answer: ShadowAnswer | str) -> ShadowAnswer:
     return ShadowAnswer(text=answer) if isinstance(answer, str) else answer
+
+
+def save_cases(store: Store, cases: list[Case], conversation_id: str = "c") -> list[Case]:
+    """Store ``cases`` as ingested from one source, in one conversation of their questions; returns them."""
+    messages = tuple(Message(role=Role.HUMAN, content=c.query) for c in cases)
+    source = SourceRecord(id="s", path="x", format="canonical", ingested_at=datetime.now(UTC))
+    store.cases.write_source(source, [(Conversation(id=conversation_id, messages=messages), cases, [])])
+    return cases

@@ -19,9 +19,9 @@ from starlette.routing import Route
 
 import builders
 from loopback import serve
-from ragreplay.core.runs import RunRecord, RunStatus, SourceRecord
+from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.shadow import ShadowAnswer
-from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
+from ragreplay.core.types import Case
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.fit import FitJudge
 from ragreplay.ports import Target
@@ -80,21 +80,10 @@ async def test_an_http_answer_without_a_cost_is_one_unpriced_call(base_url: str)
 
 def _cases(store: Store) -> list[Case]:
     cases = [
-        Case(
-            id=f"case-{i}",
-            conversation_id="c",
-            turn_index=i,
-            query=f"question {i}?",
-            history=(),
-            old_answer="old",
-            feedback=Feedback.GOOD,
-        )
+        builders.make_case(id=f"case-{i}", conversation_id="c", turn_index=i, query=f"question {i}?")
         for i in range(2)
     ]
-    messages = tuple(Message(role=Role.HUMAN, content=c.query) for c in cases)
-    source = SourceRecord(id="s", path="x", format="canonical", ingested_at=datetime.now(UTC))
-    store.cases.write_source(source, [(Conversation(id="c", messages=messages), cases, [])])
-    return cases
+    return builders.save_cases(store, cases)
 
 
 def _replay(store: Store, target: Target) -> None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from builders import make_case, save_cases
 from ragreplay.compare.grid import build_summary
 from ragreplay.core.chat import ChatRequest
 from ragreplay.core.compare_stats import CompareRow
@@ -17,8 +18,8 @@ from ragreplay.core.costs import cost_text
 from ragreplay.core.eval import EvalRow
 from ragreplay.core.gate import ItemOutcome
 from ragreplay.core.ids import case_id
-from ragreplay.core.runs import RunRecord, RunStatus, SourceRecord
-from ragreplay.core.types import Answer, Case, Conversation, Feedback, Fit, Message, Role
+from ragreplay.core.runs import RunRecord, RunStatus
+from ragreplay.core.types import Answer, Case, Fit
 from ragreplay.evaluation.run import evaluate
 from ragreplay.gate.job import _payload
 from ragreplay.jobs.writer import StoreWriter
@@ -58,21 +59,15 @@ def test_cost_text_never_says_zero_dollars_for_unpriced_calls() -> None:
 
 def _cases(store: Store) -> list[Case]:
     cases = [
-        Case(
+        make_case(
             id=case_id("c", i, f"question {i}?", "old"),
             conversation_id="c",
             turn_index=i,
             query=f"question {i}?",
-            history=(),
-            old_answer="old",
-            feedback=Feedback.GOOD,
         )
         for i in range(2)
     ]
-    messages = tuple(Message(role=Role.HUMAN, content=c.query) for c in cases)
-    source = SourceRecord(id="s", path="x", format="canonical", ingested_at=datetime.now(UTC))
-    store.cases.write_source(source, [(Conversation(id="c", messages=messages), cases, [])])
-    return cases
+    return save_cases(store, cases)
 
 
 async def _replay(store: Store, run_id: str, cases: list[Case], judge: FitJudge) -> None:
