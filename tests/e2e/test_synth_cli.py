@@ -94,6 +94,11 @@ def test_a_corpus_folder_and_mistakes(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "does not exist" in capsys.readouterr().err
     assert main(["synth", "--n", "0", "--db", db]) == 2
     assert "--n 0: give a number from 1 to" in capsys.readouterr().err
+    fresh = tmp_path / "fresh.db"
+    assert main(["synth", "--n", "-3", "--db", str(fresh)]) == 2
+    err = capsys.readouterr().err
+    assert "--n -3: give a number from 1 to" in err and "started" not in err
+    assert not fresh.exists()  # a wrong flag makes no store
     logged = tmp_path / "logged.yaml"
     logged.write_text("name: x\ntarget:\n  kind: logged\n  log: x.jsonl\n", encoding="utf-8")
     assert main(["synth", "--corpus", str(logged), "--db", db]) == 2

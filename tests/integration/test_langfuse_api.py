@@ -186,13 +186,20 @@ def test_cli_401_exits_2_and_writes_nothing(
         (["log.jsonl", "--from-langfuse", "http://127.0.0.1:9"], "not both"),
         (["log.jsonl", "--since", "7d"], "go with --from-langfuse"),
         (["--from-langfuse", "http://127.0.0.1:9", "--limit", "0"], "at least 1"),
+        (["--from-langfuse", "http://127.0.0.1:9"], "needs LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY"),
     ],
 )
 def test_cli_flag_mistakes_exit_2_with_a_fix(
-    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    args: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.delenv("LANGFUSE_PUBLIC_KEY", raising=False)
+    monkeypatch.delenv("LANGFUSE_SECRET_KEY", raising=False)
     db = tmp_path / "store.db"
     assert main(["ingest", *args, "--db", str(db)]) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "Traceback" not in err and "pulling" not in err
     assert not db.exists()

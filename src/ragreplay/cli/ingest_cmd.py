@@ -51,11 +51,12 @@ def _dry_run(path: Path, fmt: str | None, mapping: FieldMapping | None, db: str)
 
 def _pull_langfuse(url: str, since: str | None, limit: int | None, folder: Path) -> Path:
     """Pull Langfuse's public API into ``folder``; the keys come from the environment, never from flags."""
-    from ragreplay.ingest.langfuse_api import LangfusePull, pull_langfuse
+    from ragreplay.ingest.langfuse_api import LangfusePull, langfuse_keys, pull_langfuse
     from ragreplay.shadow.judging import parse_since
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit {limit}: give at least 1 trace. Fix: e.g. --limit 500, or leave it out")
+    langfuse_keys(os.environ)  # missing keys are said before any progress is drawn
     pull = LangfusePull(url, since=parse_since(since) if since else None, limit=limit)
     dest = folder / "langfuse-api.jsonl"
     with progress_display("[progress.description]{task.description}") as bar:

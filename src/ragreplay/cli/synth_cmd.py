@@ -30,7 +30,7 @@ from ragreplay.cli.golden_cmd import saved_line
 from ragreplay.core.costs import cost_text
 from ragreplay.datasets.export import to_jsonl, write_whole
 from ragreplay.datasets.golden import save_rows
-from ragreplay.datasets.synth import SynthResult, synthesize
+from ragreplay.datasets.synth import SynthResult, check_count, synthesize
 from ragreplay.jobs.runner import Progress
 from ragreplay.settings import Settings
 from ragreplay.store import Store
@@ -103,6 +103,7 @@ def synth(
     offline templates write them (every row tagged made=template). The model's calls are cached: the same
     command again pays for none twice.
     """
+    check_count(n)  # before the store is opened (or made) and the progress bar drawn
     settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
     path = corpus if corpus is not None else demo_data_dir() / "challenger.yaml"
     with open_store(settings.db, create=True) as store:

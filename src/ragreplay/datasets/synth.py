@@ -38,6 +38,12 @@ MAX_N = 5000
 """The most questions one command generates."""
 
 
+def check_count(n: int) -> None:
+    """Raise :class:`ConfigError` unless ``n`` questions is a count one command may generate (1 to :data:`MAX_N`)."""
+    if not 1 <= n <= MAX_N:
+        raise ConfigError(f"--n {n}: give a number from 1 to {MAX_N}")
+
+
 @dataclass(frozen=True)
 class SynthOutcome:
     """One task done: its item (``None`` when the model failed or its reply could not be read, with why)."""
@@ -207,8 +213,7 @@ async def synthesize(
 ) -> SynthResult:
     """:func:`generate` on the corpus at ``corpus``, the model built from ``model_spec`` (``None``: templates)
     with its calls cached in the store through the one writer; closes everything it opened."""
-    if not 1 <= n <= MAX_N:
-        raise ConfigError(f"--n {n}: give a number from 1 to {MAX_N}")
+    check_count(n)
     cf = read_corpus_facts(corpus)
     if not cf.facts:
         raise ConfigError(
