@@ -136,3 +136,23 @@ def test_a_bad_trace_file_writes_nothing(tmp_path: Path, store_url: str) -> None
         summary = ingest_file(TRACES / "otel_genai.jsonl", store, None, FieldMapping(rating_threshold=4))
         assert (summary.format, summary.conversations, summary.cases) == ("otel", 3, 5)
         assert summary.cases_by_feedback == {"good": 2, "bad": 3}
+
+
+@pytest.mark.parametrize("name", ["langfuse.jsonl", "langsmith.jsonl", "phoenix.jsonl", "otel_genai.jsonl"])
+def test_an_export_over_the_record_cap_is_refused_with_a_fix(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragreplay.ingest import json_records
+
+    cap = len(lines_of(name)) - 1
+    monkeypatch.setattr(json_records, "MAX_TRACE_RECORDS", cap)
+    text = message(TRACES / name, _FORMATS[name])
+    assert f"more than {cap:,} records in one export" in text and "shorter time window" in text
+
+
+_FORMATS = {
+    "langfuse.jsonl": "langfuse",
+    "langsmith.jsonl": "langsmith",
+    "phoenix.jsonl": "openinference",
+    "otel_genai.jsonl": "otel",
+}

@@ -17,8 +17,11 @@ from ragreplay.ingest.json_text import JsonTextError, lone_surrogate_at, parse_j
 from ragreplay.ingest.jsonl import EMPTY_FIX, json_objects
 from ragreplay.ingest.problems import ProblemLog, Record, open_binary
 
-#: The largest single (not line-delimited) JSON document read; JSON Lines have no such limit.
+#: The largest single (not line-delimited) JSON document read.
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+#: The most records one export may hold: a trace's scores may come after it, so an importer keeps every record
+#: of the file in memory until the end; past this, the file is refused with a fix instead of exhausting memory.
+MAX_TRACE_RECORDS = 500_000
 _PEEK_BYTES = 1 << 20
 _WHITESPACE = " \t\r\n"
 _LINES_FIX = "export as JSON Lines (one record per line), or split the file"
@@ -27,11 +30,23 @@ _LINES_FIX = "export as JSON Lines (one record per line), or split the file"
 def trace_records(
     path: Path, problems: ProblemLog, progress: Callable[[int], None] | None = None
 ) -> Iterator[tuple[Record, dict[str, Any]]]:
-    """Each JSON object record of ``path`` with a :class:`Record` for its line (see the module's docstring)."""
-    if is_document(path):
-        yield from _document_records(path, problems, progress)
-    else:
-        yield from json_objects(path, problems, progress, arrays=True)
+    """Each JSON object record of ``path`` with a :class:`Record` for its line (see the module's docstring), up to
+    :data:`MAX_TRACE_RECORDS`; past it, a problem and no more records."""
+    records = (
+        _document_records(path, problems, progress)
+        if is_document(path)
+        else json_objects(path, problems, progress, arrays=True)
+    )
+    for count, item in enumerate(records, start=1):
+        if count > MAX_TRACE_RECORDS:
+            problems.add(
+                item[0].line,
+                None,
+                f"more than {MAX_TRACE_RECORDS:,} records in one export",
+                "export a shorter time window per file (e.g. a week) and ingest the files one by one",
+            )
+            return
+        yield item
 
 
 def is_document(path: Path) -> bool:
