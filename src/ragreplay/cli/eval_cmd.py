@@ -34,6 +34,7 @@ from ragreplay.evaluation.target_rows import EvalTarget, load_eval_target
 from ragreplay.ingest.eval_dataset import read_eval_dataset
 from ragreplay.ingest.rubric_file import read_rubric
 from ragreplay.jobs.runner import Progress
+from ragreplay.metrics.llm_batch import MAX_ROWS_PER_CALL
 from ragreplay.report.eval_html import EVAL_REPORT_FORMATS, render_eval_report
 from ragreplay.settings import Settings
 from ragreplay.store import Store
@@ -54,10 +55,16 @@ MAX_REPEATS = 20
 """``--repeats`` above this is refused: every repeat is another judge call per row."""
 
 
-def _judge_options(judge: str | None, rubric: Path | None, repeats: int) -> Rubric | None:
+def _judge_options(
+    judge: str | None, rubric: Path | None, repeats: int, rows_per_call: int = 1
+) -> Rubric | None:
     """The rubric read and the options checked before anything is written."""
     if rubric is not None and judge is None:
         raise ConfigError("--rubric needs a judge to grade with. Fix: add --judge provider:model")
+    if not 1 <= rows_per_call <= MAX_ROWS_PER_CALL:
+        raise ConfigError(f"--rows-per-call {rows_per_call}: choose a number from 1 to {MAX_ROWS_PER_CALL}")
+    if rows_per_call > 1 and judge is None:
+        raise ConfigError("--rows-per-call groups the judge's calls. Fix: add --judge provider:model")
     if not 1 <= repeats <= MAX_REPEATS:
         raise ConfigError(f"--repeats {repeats}: choose a number from 1 to {MAX_REPEATS}")
     if repeats > 1 and judge is None:
@@ -87,6 +94,7 @@ async def _eval(
     rubric: Rubric | None = None,
     repeats: int = 1,
     target: EvalTarget | None = None,
+    rows_per_call: int = 1,
 ) -> EvalReport:
     try:
         rows, name = _dataset_rows(store, dataset, target)
@@ -123,6 +131,7 @@ async def _eval(
             rubric=rubric,
             repeats=repeats,
             target=target,
+            rows_per_call=rows_per_call,
         )
 
 
@@ -150,6 +159,13 @@ def eval_command(
     repeats: Annotated[
         int, typer.Option(help="Score every row N times with the judge and report the run-to-run variance")
     ] = 1,
+    rows_per_call: Annotated[
+        int,
+        typer.Option(
+            help="Rows checked in one judge call (1-16): fewer requests and words per row, but a row shares "
+            "the judge's attention with the others of its call"
+        ),
+    ] = 1,
     fmt: Annotated[str, typer.Option("--format", help="text | md | json | html")] = "text",
     output: Annotated[Path | None, typer.Option(help="Write the report to this file")] = None,
     db: DbOption = None,
@@ -164,7 +180,7 @@ def eval_command(
     """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
     LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row);
     with --rubric, every criterion of the rubric graded 1-5 (one more call per row); with --repeats N, all of it
-    N times, and the run-to-run variance.
+    N times, and the run-to-run variance; with --rows-per-call N, the claims checks of up to N rows share a call.
 
     With --target, the target answers every row first (DATASET may then be a golden set, golden:NAME[@version]);
     the report adds latency per stage, tokens and cost per case.
@@ -173,7 +189,7 @@ def eval_command(
     a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
     """
     check_choice(fmt, EVAL_REPORT_FORMATS)
-    graded_by = _judge_options(judge, rubric, repeats)
+    graded_by = _judge_options(judge, rubric, repeats, rows_per_call)
     golden = dataset.startswith(GOLDEN_PREFIX)
     if golden and target is None:
         raise ConfigError(
@@ -184,7 +200,9 @@ def eval_command(
     answering = load_eval_target(target) if target is not None else None
     with open_store(settings.db, create=not golden) as store:
         try:
-            report = asyncio.run(_eval(store, settings, dataset, judge, fresh, graded_by, repeats, answering))
+            report = asyncio.run(
+                _eval(store, settings, dataset, judge, fresh, graded_by, repeats, answering, rows_per_call)
+            )
         except KeyboardInterrupt:
             err_console.print(
                 "\n[yellow]interrupted.[/yellow] Scored rows are saved; run the same command again to resume."

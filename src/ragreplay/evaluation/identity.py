@@ -11,6 +11,7 @@ from ragreplay.core.eval import EvalRow
 from ragreplay.core.ids import content_hash
 from ragreplay.core.rubric import METRIC_PREFIX, OVERALL, Rubric
 from ragreplay.metrics.llm import LLM_METRICS, PROMPT_VERSION
+from ragreplay.metrics.llm_batch import BATCH_PROMPT_VERSION
 from ragreplay.metrics.rubric_judge import prompt_version as rubric_prompt_version
 from ragreplay.store.evals import EvalRunRecord
 
@@ -35,10 +36,11 @@ def config_hash(
     rubric: Rubric | None = None,
     repeats: int = 1,
     target_version: str | None = None,
+    rows_per_call: int = 1,
 ) -> str:
     """The identity of a run: the rows' content, the judge, its prompt versions (the rubric's included), the
-    metrics, the repeats and the target's version (the last three only when asked for, so a plain run keeps the
-    identity it had)."""
+    metrics, the repeats, the target's version and the rows per claims call (the last four only when asked
+    for, so a plain run keeps the identity it had)."""
     identity: dict[str, object] = {
         "rows": content_hash([row_identity(r) for r in rows], 32),
         "judge": judge_spec,
@@ -52,14 +54,22 @@ def config_hash(
         identity["repeats"] = repeats
     if target_version is not None:
         identity["target"] = target_version
+    if rows_per_call > 1 and judge_spec:
+        identity["rows_per_call"] = rows_per_call
+        identity["batch_prompt_version"] = BATCH_PROMPT_VERSION
     return content_hash(identity, 32)
 
 
 def run_config(
-    rows: int, rubric: Rubric | None, repeats: int, target: dict[str, str] | None = None
+    rows: int,
+    rubric: Rubric | None,
+    repeats: int,
+    target: dict[str, str] | None = None,
+    rows_per_call: int = 1,
 ) -> dict[str, object]:
     """What a run record keeps of its options: the metrics, the rubric (to show its criteria and weights
-    again), the repeats and the target that answered the rows (name, version, file)."""
+    again), the repeats, the target that answered the rows (name, version, file) and the rows per claims
+    call."""
     config: dict[str, object] = {
         "retrieval": list(RETRIEVAL_METRICS),
         "lexical": list(LEXICAL_METRICS),
@@ -75,6 +85,8 @@ def run_config(
         config["repeats"] = repeats
     if target is not None:
         config["target"] = target
+    if rows_per_call > 1:
+        config["rows_per_call"] = rows_per_call
     return config
 
 

@@ -10,6 +10,10 @@ resumes as before: no target call repeated for a saved answer, the judge's repli
 The lexical metrics' libraries (rouge-score pulls in nltk and scipy: seconds on a busy machine) are imported by
 :func:`load_lexical_backends` off the event loop before the first row, only when a row has a reference, so no
 call in flight stalls behind the import.
+
+With ``rows_per_call`` above 1 (``ragreplay eval --rows-per-call``) the judge's claims checks go through one
+:class:`~ragreplay.metrics.llm_batch.ClaimsBatcher`: ``concurrency`` calls' worth of rows are judged at once
+(:attr:`EvalJob.judge_slots`) and the runner keeps as many more rows in flight, so full groups form.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ragreplay.jobs.runner import Progress
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.metrics.lexical import bleu, exact_match, load_backends, rouge_l, token_f1
 from ragreplay.metrics.llm import LLM_METRICS
+from ragreplay.metrics.llm_batch import ClaimsBatcher
 from ragreplay.ports import ChatModel
 from ragreplay.store.evals import EvalRowRecord
 from ragreplay.targets.base import answer_safely
@@ -88,19 +93,30 @@ class EvalJob:
     """Answers an earlier attempt saved for rows not scored yet: used instead of asking the target again."""
     judge_priced: bool = True
     concurrency: int = 16
+    rows_per_call: int = 1
+    """Rows sharing one claims-check call (see :mod:`ragreplay.metrics.llm_batch`)."""
     slots: asyncio.Semaphore = field(init=False)
-    """Held while a row calls the target or the judge, never while it waits for a save."""
+    """Held while a row calls the target, never while it waits for a save."""
+    judge_slots: asyncio.Semaphore = field(init=False)
+    """Held while a row is being judged: ``concurrency`` calls' worth of rows (``rows_per_call`` per call);
+    :attr:`slots` itself with one row a call."""
+    batcher: ClaimsBatcher | None = field(init=False, default=None)
     saved: dict[str, RowScores] = field(init=False, default_factory=dict)
     """The last scores saved for each row this job ran, as committed: the run's report is built from them
     without reading the rows back (see :func:`ragreplay.evaluation.run.final_rows`)."""
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(max(1, self.concurrency))
+        # One row a call: the target and the judge share the slots, as they always have.
+        batched = max(1, self.concurrency) * self.rows_per_call
+        self.judge_slots = self.slots if self.rows_per_call <= 1 else asyncio.Semaphore(batched)
+        if self.judge is not None:
+            self.batcher = ClaimsBatcher(self.judge, self.rows_per_call)
 
     @property
     def workers(self) -> int:
         """How many rows the runner keeps in flight (see :data:`WORKERS_PER_SLOT`)."""
-        return WORKERS_PER_SLOT * max(1, self.concurrency)
+        return WORKERS_PER_SLOT * max(1, self.concurrency) * max(1, self.rows_per_call)
 
     async def _answer(self, target: EvalTarget, row: EvalRow) -> Answer:
         """The saved answer, else the target's, saved before the judge is asked (when there is one)."""
@@ -116,9 +132,9 @@ class EvalJob:
 
     async def _judge(self, judge: ChatModel, row: EvalRow) -> tuple[JudgedRow, str | None]:
         """The row's judged metrics, or an empty one and the error of a call that failed after its retries."""
-        async with self.slots:
+        async with self.judge_slots:
             try:
-                return await judge_row(judge, row, self.rubric, self.repeats), None
+                return await judge_row(judge, row, self.rubric, self.repeats, self.batcher), None
             except ProviderError as exc:
                 return JudgedRow(calls=1), f"judge call failed: {exc}"
 

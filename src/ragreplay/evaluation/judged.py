@@ -16,7 +16,7 @@ from typing import Any
 from ragreplay.core.eval import CriterionScore, EvalRow, MetricValue, mean_of_repeats
 from ragreplay.core.rubric import Rubric
 from ragreplay.core.types import TokenUsage
-from ragreplay.metrics.llm import score_row
+from ragreplay.metrics.llm_batch import ClaimsBatcher
 from ragreplay.metrics.rubric_judge import score_rubric
 from ragreplay.ports import ChatModel
 
@@ -40,26 +40,34 @@ class JudgedRow:
     tokens: TokenUsage = field(default_factory=TokenUsage)
 
 
-async def judge_row(judge: ChatModel, row: EvalRow, rubric: Rubric | None, repeats: int = 1) -> JudgedRow:
-    """Score ``row`` ``repeats`` times with the claims call and (given a rubric) the rubric call."""
+async def judge_row(
+    judge: ChatModel,
+    row: EvalRow,
+    rubric: Rubric | None,
+    repeats: int = 1,
+    batcher: ClaimsBatcher | None = None,
+) -> JudgedRow:
+    """Score ``row`` ``repeats`` times with the claims call (through ``batcher`` when rows share calls) and
+    (given a rubric) the rubric call."""
     out = JudgedRow()
     scorings: list[dict[str, MetricValue]] = []
+    claims = batcher if batcher is not None else ClaimsBatcher(judge, 1)
     for repeat in range(repeats):
-        scored = await score_row(judge, row, repeat)
+        scored = await claims.score(row, repeat)
         metrics = dict(scored.metrics)
-        responses = [scored.response]
+        responses = [(scored.response, scored.calls)]
         if repeat == 0:
             out.raw_reply = scored.response.text
             out.claims = scored.counts.as_dict() if scored.counts is not None else {"problem": scored.problem}
         if rubric is not None:
             graded = await score_rubric(judge, row, rubric, repeat)
             metrics.update(graded.metrics)
-            responses.append(graded.response)
+            responses.append((graded.response, 1))
             if repeat == 0:
                 out.rubric = graded.criteria
-        for response in responses:
-            out.calls += 1
-            out.cached_calls += response.cached
+        for response, calls in responses:
+            out.calls += calls
+            out.cached_calls += calls if response.cached else 0
             out.cost_usd += response.cost_usd
             out.unpriced_calls += response.unpriced_calls
             out.latency_ms += response.latency_ms

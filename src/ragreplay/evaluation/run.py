@@ -97,8 +97,10 @@ def _plan(
     rubric: Rubric | None,
     repeats: int,
     target: EvalTarget | None = None,
+    rows_per_call: int = 1,
 ) -> tuple[EvalRunRecord, list[EvalRow], bool]:
-    digest = config_hash(rows, judge_spec, rubric, repeats, target.target.version if target else None)
+    version = target.target.version if target else None
+    digest = config_hash(rows, judge_spec, rubric, repeats, version, rows_per_call if judge_spec else 1)
     existing = None if fresh else store.evals.find_eval(digest)
     if existing is not None:
         done = store.evals.scored_row_ids(existing.id)
@@ -116,6 +118,7 @@ def _plan(
             rubric if judge_spec else None,
             repeats if judge_spec else 1,
             target.describe() if target else None,
+            rows_per_call if judge_spec else 1,
         ),
         config_hash=digest,
         n_rows=len(rows),
@@ -139,12 +142,16 @@ async def evaluate(
     repeats: int = 1,
     target: EvalTarget | None = None,
     judge_priced: bool = True,
+    rows_per_call: int = 1,
 ) -> EvalReport:
     """Score every row not saved yet, then summarize the whole run (see the module docstring); with a judge,
     ``rubric`` adds its criteria's metrics and ``repeats`` scores every row that many times; with a ``target``,
     it answers every row first (its answers saved, so a resume never asks it twice for a row). ``concurrency``
-    rows call at once, and as many more may be waiting for their saves (see :mod:`ragreplay.evaluation.job`)."""
-    record, todo, resumed = _plan(store, rows, dataset, judge_spec, fresh, rubric, repeats, target)
+    rows call at once, and as many more may be waiting for their saves (see :mod:`ragreplay.evaluation.job`);
+    ``rows_per_call`` rows share each claims-check call (:mod:`ragreplay.metrics.llm_batch`)."""
+    record, todo, resumed = _plan(
+        store, rows, dataset, judge_spec, fresh, rubric, repeats, target, rows_per_call
+    )
     if on_plan is not None:
         on_plan(record, len(todo), resumed)
     if resumed and record.status == RunStatus.DONE and not todo:
@@ -153,7 +160,17 @@ async def evaluate(
     positions = {r.id: i for i, r in enumerate(rows)}
     answers = saved_answers(store, record.id) if resumed and target is not None else {}
     job = EvalJob(
-        record.id, judge, writer, positions, rubric, repeats, target, answers, judge_priced, concurrency
+        record.id,
+        judge,
+        writer,
+        positions,
+        rubric,
+        repeats,
+        target,
+        answers,
+        judge_priced,
+        concurrency,
+        rows_per_call,
     )
     plan = JobPlan(todo=todo, progress=Progress(total=len(rows), done=len(rows) - len(todo)))
     try:
@@ -182,6 +199,7 @@ async def evaluate_dataset(
     rubric: Rubric | None = None,
     repeats: int = 1,
     target: EvalTarget | None = None,
+    rows_per_call: int = 1,
 ) -> EvalReport:
     """:func:`evaluate` with the judge built from ``judge_spec`` (``provider:model``; ``None``: no LLM metrics),
     its calls cached in the store through the one writer; closes everything it opened and the ``target``."""
@@ -206,6 +224,7 @@ async def evaluate_dataset(
                 repeats=repeats,
                 target=target,
                 judge_priced=judge_spec is None or lookup_price(judge_spec, factory.prices) is not None,
+                rows_per_call=rows_per_call,
             )
         finally:
             if target is not None:

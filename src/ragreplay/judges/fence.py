@@ -27,6 +27,7 @@ TAGS: tuple[str, ...] = (
     "assistant_turn",
     "checked_answer",
     "contexts",
+    "checked_row",
 )
 """Every tag the prompts fence data with; an occurrence of any of them inside data is escaped."""
 

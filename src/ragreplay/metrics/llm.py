@@ -137,7 +137,7 @@ Reply with the JSON object only."""
 
 USER_TEMPLATE = "List and check the claims of the answer.\n\n" + ROW_BLOCKS
 
-_EXAMPLE = {
+EXAMPLE_REPLY = {
     "answer_claims": [
         {"claim": "The office opens at 9.", "supported_by_contexts": "yes", "supported_by_reference": "yes"},
         {"claim": "Parking is free.", "supported_by_contexts": "no", "supported_by_reference": "no"},
@@ -150,17 +150,21 @@ _EXAMPLE = {
     "answer_relevance": 4,
     "reason": "One claim is supported; the parking claim is in no context.",
 }
-_FENCED = ("question", "checked_answer", "contexts", "reference")
+"""The example reply the system prompt shows (its values say nothing about the material judged)."""
+FENCED_TAGS = ("question", "checked_answer", "contexts", "reference")
+"""The tags the claims check fences a row's data with."""
 _DECIDING = ("answer_claims",)
 
 REPLY_SCHEMA: dict[str, Any] = ClaimsReply.model_json_schema()
-PROMPT_VERSION = structured_prompt_version("claims-1", SYSTEM_PROMPT, USER_TEMPLATE, _EXAMPLE, REPLY_SCHEMA)
+PROMPT_VERSION = structured_prompt_version(
+    "claims-1", SYSTEM_PROMPT, USER_TEMPLATE, EXAMPLE_REPLY, REPLY_SCHEMA
+)
 """Stored with every eval run and part of the cache key: a changed prompt never reuses old replies."""
 
 
 def system_prompt() -> str:
     """The system message, with the shared data rules and the example."""
-    return structured_system(SYSTEM_PROMPT, _FENCED, "check", _EXAMPLE)
+    return structured_system(SYSTEM_PROMPT, FENCED_TAGS, "check", EXAMPLE_REPLY)
 
 
 def format_contexts(row: EvalRow) -> str:
@@ -225,22 +229,22 @@ def _yes(value: Any) -> bool | None:
     return None
 
 
-class _Unreadable(ValueError):
-    pass
+class UnreadableReply(ValueError):
+    """A reply, or one row of a batched reply, that cannot be read: the message says what is wrong."""
 
 
 def _flags(items: Any, keys: Sequence[str], what: str) -> list[dict[str, bool]]:
     if not isinstance(items, list):
-        raise _Unreadable(f"{what} is not a list")
+        raise UnreadableReply(f"{what} is not a list")
     out = []
     for i, item in enumerate(items, start=1):
         if not isinstance(item, Mapping):
-            raise _Unreadable(f"{what}[{i}] is not an object")
+            raise UnreadableReply(f"{what}[{i}] is not an object")
         flags = {}
         for key in keys:
             flag = _yes(item.get(key))
             if flag is None:
-                raise _Unreadable(f"{what}[{i}].{key} is not yes/no: {item.get(key)!r}")
+                raise UnreadableReply(f"{what}[{i}].{key} is not yes/no: {item.get(key)!r}")
             flags[key] = flag
         out.append(flags)
     return out
@@ -269,7 +273,12 @@ def read_counts(text: str, n_contexts: int) -> ClaimCounts:
     reply = read_reply_object(text, _DECIDING)
     obj = reply.value
     if obj is None:
-        raise _Unreadable(reply.problem)
+        raise UnreadableReply(reply.problem)
+    return counts_of(obj, n_contexts)
+
+
+def counts_of(obj: Mapping[str, Any], n_contexts: int) -> ClaimCounts:
+    """The counts in one row's reply object; :class:`ValueError` naming what could not be read."""
     answer = _flags(
         obj.get("answer_claims"), ("supported_by_contexts", "supported_by_reference"), "answer_claims"
     )
@@ -279,19 +288,19 @@ def read_counts(text: str, n_contexts: int) -> ClaimCounts:
     relevant = [False] * n_contexts
     contexts = obj.get("contexts", [])
     if not isinstance(contexts, list):
-        raise _Unreadable("contexts is not a list")
+        raise UnreadableReply("contexts is not a list")
     for item in contexts:
         if not isinstance(item, Mapping):
-            raise _Unreadable("a context verdict is not an object")
+            raise UnreadableReply("a context verdict is not an object")
         n, flag = item.get("n"), _yes(item.get("relevant"))
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= n_contexts or flag is None:
-            raise _Unreadable(f"context verdict {dict(item)!r} names no shown context or is not yes/no")
+            raise UnreadableReply(f"context verdict {dict(item)!r} names no shown context or is not yes/no")
         relevant[n - 1] = flag
     score = obj.get("answer_relevance")
     if isinstance(score, str) and score.strip().isdigit():
         score = int(score.strip())
     if isinstance(score, bool) or not isinstance(score, int | float) or score not in (1, 2, 3, 4, 5):
-        raise _Unreadable(f"answer_relevance is not 1-5: {score!r}")
+        raise UnreadableReply(f"answer_relevance is not 1-5: {score!r}")
     return ClaimCounts(
         answer_claims=len(answer),
         supported_by_contexts=sum(c["supported_by_contexts"] for c in answer),
@@ -370,16 +379,24 @@ class LLMScores:
     response: ChatResponse
     problem: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    calls: int = 1
+    """The calls booked on this row: 1, or 0 for a row of a batched call booked on its first row (the
+    ``response`` then carries no tokens, cost nor latency: see :mod:`ragreplay.metrics.llm_batch`)."""
 
 
 def scores_from_reply(text: str, row: EvalRow) -> tuple[dict[str, MetricValue], ClaimCounts | None, str]:
     """``(metrics, counts, problem)`` for ``row`` from the reply ``text``."""
     try:
         counts = read_counts(text, len(row.contexts))
-    except _Unreadable as exc:
+    except UnreadableReply as exc:
         return unreadable(str(exc)), None, str(exc)
+    return row_metrics(counts, row), counts, ""
+
+
+def row_metrics(counts: ClaimCounts, row: EvalRow) -> dict[str, MetricValue]:
+    """Every LLM metric of ``row`` from its counts."""
     has_reference = row.reference is not None and row.reference.strip() != ""
-    return metrics_from_counts(counts, bool(row.contexts), has_reference), counts, ""
+    return metrics_from_counts(counts, bool(row.contexts), has_reference)
 
 
 async def score_row(model: ChatModel, row: EvalRow, repeat: int = 0) -> LLMScores:

@@ -26,6 +26,9 @@ It answers from ``request.hints`` by ``request.task``:
   relevant when it shares a word of 3+ letters with the question; ``answer_relevance`` is
   ``1 + round(4 * share of the question's such words in the answer)``. Reply: JSON in the shape of
   :class:`ragreplay.metrics.llm.ClaimsReply`; ``[[unparseable]]`` in the answer gives prose with no JSON.
+- ``claims_batch`` (hint ``rows``: each row's ``claims`` hints): ``{"rows": [...]}`` holding each row's
+  ``claims`` reply object with its number ``row`` (from 1); a row with ``[[unparseable]]`` in its answer gets an
+  object without claims (that row alone cannot be read).
 - ``synth`` (hint ``draft``): the template draft of the test item, as the reply's JSON
   (:class:`ragreplay.datasets.synth_prompt.SynthReply`).
 - ``rubric`` (hints ``question``, ``answer``, ``contexts``, ``reference``, ``criteria``): every criterion scores
@@ -227,6 +230,18 @@ def claims_reply(hints: dict[str, Any]) -> str:
     )
 
 
+def claims_batch_reply(hints: dict[str, Any]) -> str:
+    """The fake's batched claim check: each row's ``claims`` reply object, numbered."""
+    rows: list[dict[str, Any]] = []
+    for n, row in enumerate(hints.get("rows") or [], start=1):
+        text = claims_reply(row)
+        try:
+            rows.append({"row": n, **json.loads(text)})
+        except ValueError:
+            rows.append({"row": n, "reason": text})
+    return json.dumps({"rows": rows}, ensure_ascii=False)
+
+
 def repeat_jitter(score: int, key: str, repeat: Any) -> int:
     """``score`` (1-5) moved by -1, 0 or +1 for a repeat above 0, as the hash of ``key`` and the repeat says."""
     if not isinstance(repeat, int) or repeat <= 0:
@@ -309,6 +324,9 @@ def respond(request: ChatRequest) -> str:
     if task == "claims":
         _need(hints, task, ["answer"])
         return claims_reply(hints)
+    if task == "claims_batch":
+        _need(hints, task, ["rows"])
+        return claims_batch_reply(hints)
     if task == "rubric":
         _need(hints, task, ["answer", "criteria"])
         return rubric_reply(hints)
