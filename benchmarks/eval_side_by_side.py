@@ -102,7 +102,7 @@ def _determined(metrics: Mapping[str, MetricValue], name: str) -> float | None:
 
 
 async def _ragreplay_eval(
-    base_url: str, rows_file: Path, db: str, concurrency: int, eval_concurrency: int
+    base_url: str, rows_file: Path, db: str, concurrency: int, eval_concurrency: int, rows_per_call: int = 1
 ) -> dict[str, Any]:
     settings = Settings(
         db=db,
@@ -117,7 +117,9 @@ async def _ragreplay_eval(
     try:
         start, cpu = time.perf_counter(), time.process_time()
         rows = read_eval_dataset(rows_file)
-        report = await evaluate_dataset(store, settings, rows, str(rows_file), JUDGE, fresh=True, env={})
+        report = await evaluate_dataset(
+            store, settings, rows, str(rows_file), JUDGE, fresh=True, env={}, rows_per_call=rows_per_call
+        )
         wall, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     finally:
         store.close()
@@ -128,7 +130,7 @@ async def _ragreplay_eval(
     ]
     scored = [(f, c) for f, c in pairs if f is not None and c is not None]
     return {
-        "tool": "ragreplay",
+        "tool": "ragreplay" if rows_per_call == 1 else f"ragreplay, {rows_per_call} rows a call",
         "rows": len(rows),
         "rows_scored": len(scored),
         "faithfulness": sum(f for f, _ in scored) / len(scored) if scored else None,
@@ -139,11 +141,15 @@ async def _ragreplay_eval(
     }
 
 
-def ragreplay_client(base_url: str, rows_file: Path, concurrency: int, eval_concurrency: int) -> None:
+def ragreplay_client(
+    base_url: str, rows_file: Path, concurrency: int, eval_concurrency: int, rows_per_call: int = 1
+) -> None:
     """ragreplay's half, in this process: prints one JSON line."""
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "eval.db")
-        result = asyncio.run(_ragreplay_eval(base_url, rows_file, db, concurrency, eval_concurrency))
+        result = asyncio.run(
+            _ragreplay_eval(base_url, rows_file, db, concurrency, eval_concurrency, rows_per_call)
+        )
     print(json.dumps(result), flush=True)
 
 
@@ -158,6 +164,8 @@ def run_scenario(args: argparse.Namespace, limited: bool, rows_dir: Path) -> lis
         own += ["--rows-file", str(rows_dir / "rows.jsonl"), "--concurrency", str(args.concurrency)]
         own += ["--eval-concurrency", str(args.eval_concurrency)]
         results.append(run_client(own, base_url, env))
+        if args.rows_per_call > 1:  # the same rows again, batched (ragreplay eval --rows-per-call)
+            results.append(run_client([*own, "--rows-per-call", str(args.rows_per_call)], base_url, env))
         if args.ragas_python.exists():
             command = [str(args.ragas_python), str(HERE / "ragas_run.py"), str(rows_dir / "ragas_rows.json")]
             results.append(run_client(command, base_url, env))
@@ -196,18 +204,21 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def ratios(results: list[dict[str, Any]]) -> list[str]:
-    """ragreplay over RAGAS per scenario: wall, words and requests a row."""
+    """Each ragreplay run over each peer (RAGAS, DeepEval) run in the same scenario: wall, words and requests."""
     out = []
     for scenario in ("open", "limited"):
-        pair = {r["tool"].split()[0]: r for r in results if r["scenario"] == scenario}
-        if {"ragreplay", "RAGAS"} <= pair.keys():
-            own, ragas = pair["ragreplay"], pair["RAGAS"]
-            own_words = own["words"] + own["completion_words"]
-            ragas_words = ragas["words"] + ragas["completion_words"]
-            out.append(
-                f"{scenario}: ragreplay/RAGAS wall {own['wall_s'] / ragas['wall_s']:.3f}x, words "
-                f"{own_words / max(ragas_words, 1):.3f}x, requests {own['requests'] / max(ragas['requests'], 1):.3f}x"
-            )
+        runs = [r for r in results if r["scenario"] == scenario]
+        own_runs = [r for r in runs if r["tool"].startswith("ragreplay")]
+        peers = [r for r in runs if not r["tool"].startswith("ragreplay")]
+        for own in own_runs:
+            for peer in peers:
+                own_words = own["words"] + own["completion_words"]
+                peer_words = peer["words"] + peer["completion_words"]
+                out.append(
+                    f"{scenario}: {own['tool']} / {peer['tool']}: wall {own['wall_s'] / peer['wall_s']:.3f}x, "
+                    f"words {own_words / max(peer_words, 1):.3f}x, "
+                    f"requests {own['requests'] / max(peer['requests'], 1):.3f}x"
+                )
     return out
 
 
@@ -227,6 +238,12 @@ def main() -> None:
         default=16,
         help="ragreplay's rows calling at once (`ragreplay eval --concurrency`)",
     )
+    parser.add_argument(
+        "--rows-per-call",
+        type=int,
+        default=1,
+        help="also run ragreplay with this many rows a claims call (`ragreplay eval --rows-per-call`)",
+    )
     parser.add_argument("--scenario", choices=["both", "open", "limited"], default="both")
     parser.add_argument(
         "--ragas-python", type=Path, default=RAGAS_PYTHON, help="the RAGAS virtualenv's python"
@@ -237,7 +254,9 @@ def main() -> None:
     parser.add_argument("--rows-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client == "ragreplay":
-        ragreplay_client(args.base_url, args.rows_file, args.concurrency, args.eval_concurrency)
+        ragreplay_client(
+            args.base_url, args.rows_file, args.concurrency, args.eval_concurrency, args.rows_per_call
+        )
         return
     if not args.ragas_python.exists():
         print(

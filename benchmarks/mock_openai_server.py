@@ -113,6 +113,8 @@ RAGAS_KINDS = {
 
 CLAIMS_WORDS = "list and check the claims of the answer"
 """Words of ragreplay's claims check (``metrics/llm.py``'s user message)."""
+BATCH_ROW = '<checked_row n="'
+"""How a row of ragreplay's batched claims check opens (``metrics/llm_batch.py``)."""
 
 
 def prompt_kind(messages: list[dict[str, Any]]) -> str:
@@ -122,6 +124,8 @@ def prompt_kind(messages: list[dict[str, Any]]) -> str:
     for kind, words in RAGAS_KINDS.items():
         if words in text:
             return kind
+    if BATCH_ROW in text:  # several rows' claims checks in one call (``eval --rows-per-call``)
+        return "claims_batch"
     if CLAIMS_WORDS in text:  # before "verdict": its data rules name one
         return "claims"
     if '"winner"' in text:
@@ -167,10 +171,23 @@ def _fenced(text: str, tag: str) -> str:
     return found.group(1) if found else ""
 
 
+def claims_batch_reply(messages: list[dict[str, Any]]) -> str:
+    """ragreplay's batched claims check: each ``<checked_row n="k">`` block answered as :func:`claims_reply`
+    answers one row, with its number, in ``{"rows": [...]}``."""
+    user = _last_user(messages)
+    blocks = re.findall(r'<checked_row n="(\d+)">\n(.*?)\n</checked_row>', user, re.S)
+    rows = [{"row": int(n), **json.loads(_claims_object(block))} for n, block in blocks]
+    return json.dumps({"rows": rows})
+
+
 def claims_reply(messages: list[dict[str, Any]]) -> str:
     """ragreplay's ``ClaimsReply`` for its claims check: the answer's and the reference's sentences as claims
     (none for ``(no reference given)``), all supported and covered; every context ``[n]`` relevant."""
-    user = _last_user(messages)
+    return _claims_object(_last_user(messages))
+
+
+def _claims_object(user: str) -> str:
+    """The claims reply for the fenced row blocks in ``user``."""
     answer = _sentences(_fenced(user, "checked_answer"))
     reference = _fenced(user, "reference")
     reference_claims = [] if reference.startswith("(no reference") else _sentences(reference)
@@ -207,6 +224,8 @@ def reply_for(messages: list[dict[str, Any]]) -> str:
     kind = prompt_kind(messages)
     if kind.startswith("ragas_"):
         return ragas_reply(kind, messages)
+    if kind == "claims_batch":
+        return claims_batch_reply(messages)
     if kind == "claims":
         return claims_reply(messages)
     if '"winner"' in text:  # the pairwise judge's prompt: A wins, both scored

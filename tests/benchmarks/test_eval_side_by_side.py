@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from ragreplay.core.chat import ChatResponse
 from ragreplay.core.eval import EvalContext, EvalRow
 from ragreplay.ingest.eval_dataset import read_eval_dataset
 from ragreplay.metrics.llm import build_request, scores_from_reply
+from ragreplay.metrics.llm_batch import build_batch_request, scores_from_batch_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -53,6 +55,18 @@ def test_mock_answers_the_claims_check_with_a_reply_ragreplay_reads(tmp_path: Pa
         assert counts.answer_claims == row.answer.count(".") and counts.reference_claims == 2
         assert counts.relevant_contexts == (True,) * len(row.contexts)
         assert metrics["faithfulness"].value == metrics["correctness"].value == 1.0
+
+
+def test_mock_answers_the_batched_claims_check_row_by_row(tmp_path: Path) -> None:
+    rows = _rows(tmp_path, 3)
+    request = build_batch_request(rows)
+    messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    assert mock.prompt_kind(messages) == "claims_batch"
+    reply = ChatResponse(text=mock.reply_for(messages), model="mock")
+    for row, scored in zip(rows, scores_from_batch_reply(reply, rows), strict=True):
+        assert scored.problem == "" and scored.counts is not None
+        assert scored.counts.answer_claims == row.answer.count(".")
+        assert scored.metrics["faithfulness"].value == 1.0
 
 
 def test_mock_claims_reply_without_a_reference_leaves_correctness_undetermined() -> None:
@@ -106,7 +120,9 @@ def _result(tool: str, scenario: str, wall: float, requests: int, words: int) ->
 
 def test_table_and_ratios() -> None:
     results = [_result("ragreplay", "open", 1.0, 10, 500), _result("RAGAS 0.4.3", "open", 20.0, 70, 2000)]
-    assert bench.ratios(results) == ["open: ragreplay/RAGAS wall 0.050x, words 0.250x, requests 0.143x"]
+    assert bench.ratios(results) == [
+        "open: ragreplay / RAGAS 0.4.3: wall 0.050x, words 0.250x, requests 0.143x"
+    ]
     assert bench.ratios(results[:1]) == []
     lines = bench.table(results).splitlines()
     assert lines[2].startswith("| open | ragreplay | 10 | 10 | 1.00 | 1.00 (claims 1.00) | 50 (50 + 0) |")
@@ -123,11 +139,21 @@ def test_side_by_side_runs_ragreplay_half(tmp_path: Path) -> None:
     if not bench.RAGAS_PYTHON.exists():
         print(f"RAGAS half skipped: no virtualenv at {bench.RAGAS_PYTHON} (RAGAS is not installed in CI)")
     # ragreplay's half only, even where the RAGAS virtualenv exists
-    out = _run(["--rows", "6", "--latency-ms", "5", "--ragas-python", str(tmp_path / "absent" / "python")])
+    absent = str(tmp_path / "absent" / "python")
+    out = _run(["--rows", "6", "--latency-ms", "5", "--ragas-python", absent, "--rows-per-call", "3"])
     assert "RAGAS skipped" in out.stderr
     results = json.loads(out.stdout.strip().splitlines()[-1])
-    assert [(r["scenario"], r["tool"]) for r in results] == [("open", "ragreplay"), ("limited", "ragreplay")]
-    for own in results:
+    batched = "ragreplay, 3 rows a call"
+    assert [(r["scenario"], r["tool"]) for r in results] == [
+        ("open", "ragreplay"),
+        ("open", batched),
+        ("limited", "ragreplay"),
+        ("limited", batched),
+    ]
+    for grouped in (r for r in results if r["tool"] == batched):
+        assert grouped["rows_scored"] == 6 and grouped["faithfulness"] == 1.0
+        assert grouped["requests"] <= 4 and set(grouped["kinds"]) <= {"claims", "claims_batch"}
+    for own in (r for r in results if r["tool"] == "ragreplay"):
         assert own["rows"] == own["rows_scored"] == 6 and own["faithfulness"] == 1.0
         assert own["requests"] == 6 and own["kinds"] == {"claims": 6}
         assert own["words"] > 6 * 100 and own["completion_words"] > 0
@@ -142,4 +168,4 @@ def test_ragas_scores_every_row_from_the_mock() -> None:
     ragas = next(r for r in results if r["tool"].startswith("RAGAS"))
     assert ragas["rows"] == ragas["rows_scored"] == 4 and ragas["faithfulness"] == 1.0
     assert {"ragas_statements", "ragas_nli", "ragas_correctness", "embeddings"} <= ragas["kinds"].keys()
-    assert "open: ragreplay/RAGAS wall" in out.stdout
+    assert "open: ragreplay / RAGAS" in out.stdout
