@@ -214,3 +214,44 @@ def test_cache_keys_are_the_sha256_of_the_canonical_json_of_model_and_payload() 
     assert request.cache_payload() == payload
     made = CanonicalDict(request.cache_payload())
     assert made == payload and canonical_json(made) == canonical_json(payload)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"temperature": 0.7, "max_tokens": 64, "json_mode": True, "prompt_version": "p\u00e9"},
+        {"temperature": -0.0, "max_tokens": 0},
+        {"temperature": 1e-7},
+        {"temperature": float("nan")},
+        {"temperature": float("inf")},
+    ],
+)
+@pytest.mark.parametrize("with_format", [False, True])
+def test_the_fast_canonical_payload_is_the_payload_and_text_the_encoder_makes(
+    fields: dict[str, Any], with_format: bool
+) -> None:
+    """``canonical_cache_payload`` joins the canonical JSON by hand (memoising system prompts and formats):
+    dict and text must equal ``CanonicalDict(cache_payload())`` for every value kind, or cache keys change."""
+    from ragreplay.core.chat import ResponseFormat
+    from ragreplay.core.ids import CanonicalDict
+
+    fmt = ResponseFormat(
+        name="f\u00fc", json_schema={"b": [1, 2.5, None], "a": {"z": True, "\u2028": "\x00"}}
+    )
+    system = 'sys \u00fc "quoted" \\ \u2028 \n\t \x01 \U0001f600'
+    for _ in range(2):  # the second time from the memo
+        request = ChatRequest(
+            messages=(
+                ChatMessage(role="system", content=system),
+                ChatMessage(role="user", content="u \u00e9 \ud7ff </x>"),
+                ChatMessage(role="assistant", content=""),
+            ),
+            response_format=fmt if with_format else None,
+            **fields,
+        )
+        fast = request.canonical_cache_payload()
+        slow = CanonicalDict(request.cache_payload())
+        assert fast.canonical == slow.canonical
+        assert json.dumps(fast, sort_keys=True) == json.dumps(slow, sort_keys=True)
+        assert cache_key("m", request) == cache_key("m", request.model_copy())

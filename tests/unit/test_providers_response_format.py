@@ -165,3 +165,40 @@ def test_response_format_is_part_of_the_cache_key_only_when_set() -> None:
     assert schema.cache_payload()["response_format"] == FIT_RESPONSE_FORMAT.model_dump()
     assert len({cache_key("m", plain), cache_key("m", schema), cache_key("m", other)}) == 3
     assert json.loads(json.dumps(schema.cache_payload())) == schema.cache_payload()
+
+
+@pytest.mark.parametrize("reply_format", [0, 1, 2])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"temperature": 0.25, "max_tokens": 9, "json_mode": True},
+        {"temperature": float("nan"), "max_tokens": 0},
+        {"response_format": FIT_RESPONSE_FORMAT},
+        {"response_format": ResponseFormat(name="\u00fc", json_schema={"b": [1, 2.5, None], "a": "\u2028"})},
+    ],
+)
+def test_the_request_bytes_joined_from_parts_are_the_encoded_request_body(
+    reply_format: int, fields: dict[str, Any]
+) -> None:
+    """``request_bytes`` joins memoised system messages and response formats by hand; the bytes sent must be
+    exactly pydantic-core's encoding of ``request_body`` (with and without messages, for each format kind)."""
+    from pydantic_core import to_json
+
+    model = OpenAICompatModel("x:m\u00e9", "http://127.0.0.1:9/v1", 'm\u00e9 "q"')
+    for messages in (
+        (
+            ChatMessage(role="system", content='s \u00fc "q" \\ \u2028 \x01 \U0001f600'),
+            ChatMessage(role="user", content="u </x> \u00e9"),
+            ChatMessage(role="assistant", content=""),
+            ChatMessage(role="system", content="second system"),
+        ),
+        (ChatMessage(role="user", content="only"),),
+        (),
+    ):
+        request = ChatRequest(messages=messages, **fields)
+        for _ in range(2):  # the second time from the memo
+            expected = to_json(model.request_body(request, reply_format))
+            assert model.request_bytes(request, reply_format) == expected
+    model.model = "renamed"
+    assert model.request_bytes(request, reply_format) == to_json(model.request_body(request, reply_format))

@@ -38,3 +38,19 @@ def test_the_ascii_fast_path_agrees_with_the_general_rule() -> None:
         "\udfff",
     ]:
         assert storable_text(text) == rule.subn("\ufffd", text), repr(text)
+
+
+def test_a_result_updated_is_the_copy_model_copy_makes() -> None:
+    """``ResultRecord.updated`` (the engine's cheaper copy) makes what ``model_copy(update=...)`` makes: the
+    same fields, the same fields-set (what ``exclude_unset`` dumps), the original untouched."""
+    from ragreplay.core.runs import ResultRecord, ResultStatus
+    from ragreplay.core.types import Answer
+
+    start = ResultRecord(run_id="r", case_id="c")
+    changes = {"answer": Answer(text="a"), "status": ResultStatus.ERROR, "error": "boom"}
+    fast, slow = start.updated(**changes), start.model_copy(update=changes)
+    assert fast == slow and type(fast) is ResultRecord
+    assert fast.model_fields_set == slow.model_fields_set == {"run_id", "case_id", *changes}
+    assert fast.model_dump(exclude_unset=True) == slow.model_dump(exclude_unset=True)
+    assert start.answer is None and start.model_fields_set == {"run_id", "case_id"}
+    assert fast.updated(error=None).error is None and fast.error == "boom"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragreplay.core.ids import CanonicalDict, canonical_json, json_string
 from ragreplay.core.rate_limits import RateLimitInfo
 from ragreplay.core.types import TokenUsage
 
@@ -61,6 +63,73 @@ class ChatRequest(BaseModel):
         if self.response_format is not None:  # only then: other requests keep the cache keys they had
             payload["response_format"] = self.response_format.model_dump()
         return payload
+
+    def canonical_cache_payload(self) -> CanonicalDict:
+        """:meth:`cache_payload` with its canonical JSON, for a cache key: the same dict and the same text as
+        ``CanonicalDict(self.cache_payload())``, made faster. A system message's text and a response format's
+        JSON are encoded once per value (a judge sends the same ones with every request), and the parts are
+        joined in the canonical (sorted) key order by hand. The payload shares the response format's schema
+        dict: it is read, never changed."""
+        temperature, max_tokens, fmt = self.temperature, self.max_tokens, self.response_format
+        if type(temperature) is not float or not math.isfinite(temperature):
+            return CanonicalDict(self.cache_payload())  # NaN and infinities: the encoder's own spelling
+        if max_tokens is not None and type(max_tokens) is not int:
+            return CanonicalDict(self.cache_payload())
+        messages = []
+        texts = []
+        for m in self.messages:
+            role, content = m.role, m.content
+            messages.append({"role": role, "content": content})
+            text = _system_text(content) if role == "system" else json_string(content)
+            texts.append(f'{{"content":{text},"role":{json_string(role)}}}')
+        payload: dict[str, Any] = {
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "json_mode": self.json_mode,
+            "prompt_version": self.prompt_version,
+        }
+        fmt_text = ""
+        if fmt is not None:
+            payload["response_format"] = {"name": fmt.name, "json_schema": fmt.json_schema}
+            fmt_text = f',"response_format":{_format_text(fmt)}'
+        text = (
+            f'{{"json_mode":{"true" if self.json_mode else "false"},'
+            f'"max_tokens":{"null" if max_tokens is None else int.__repr__(max_tokens)},'
+            f'"messages":[{",".join(texts)}],"prompt_version":{json_string(self.prompt_version)}'
+            f'{fmt_text},"temperature":{float.__repr__(temperature)}}}'
+        )
+        return CanonicalDict.with_text(payload, text)
+
+
+_MEMO_SIZE = 64
+"""Distinct system prompts and response formats whose canonical JSON is kept (a handful in practice)."""
+_system_texts: dict[str, str] = {}
+_format_texts: dict[
+    int, tuple[ResponseFormat, str]
+] = {}  # by id; the format is held, so its id stays its own
+
+
+def _system_text(content: str) -> str:
+    """The JSON string of a system message's text, encoded once per distinct text."""
+    text = _system_texts.get(content)
+    if text is None:
+        if len(_system_texts) >= _MEMO_SIZE:
+            _system_texts.clear()
+        text = _system_texts[content] = json_string(content)
+    return text
+
+
+def _format_text(fmt: ResponseFormat) -> str:
+    """The canonical JSON of ``fmt.model_dump()``, encoded once per format object (formats are frozen)."""
+    known = _format_texts.get(id(fmt))
+    if known is not None and known[0] is fmt:
+        return known[1]
+    if len(_format_texts) >= _MEMO_SIZE:
+        _format_texts.clear()
+    text = canonical_json(fmt.model_dump())
+    _format_texts[id(fmt)] = (fmt, text)
+    return text
 
 
 class ChatResponse(BaseModel):

@@ -10,6 +10,8 @@ from typing import Any
 # ``json.dumps`` with options builds an encoder on every call: one, made once, encodes the same text.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 _string: Callable[[str], str] = json.encoder.encode_basestring  # a str as JSON, as ``_CANONICAL`` writes it
+json_string = _string
+"""A ``str`` as JSON, exactly as :func:`canonical_json` writes it (non-ASCII kept)."""
 
 
 def canonical_json(value: Any) -> str:
@@ -30,6 +32,14 @@ class CanonicalDict(dict[str, Any]):
     def __init__(self, value: dict[str, Any]) -> None:
         super().__init__(value)
         self.canonical = _CANONICAL.encode(value)
+
+    @classmethod
+    def with_text(cls, value: dict[str, Any], canonical: str) -> CanonicalDict:
+        """One whose canonical JSON the caller made, and vouches equals ``canonical_json(value)``."""
+        made = cls.__new__(cls)
+        dict.update(made, value)
+        made.canonical = canonical
+        return made
 
 
 def content_hash(value: Any, length: int = 16) -> str:

@@ -63,6 +63,19 @@ class ResultRecord(BaseModel):
     verdict: Verdict | None = None
     error: str | None = None
 
+    def updated(self, **changes: Any) -> ResultRecord:
+        """``self.model_copy(update=changes)``, the same copy (``changes`` not validated either) in fewer steps:
+        the engine makes two or three a case. A result has no extra fields and no private attributes."""
+        fields = self.__dict__.copy()
+        fields.update(changes)
+        copied = type(self).__new__(type(self))
+        _set = object.__setattr__
+        _set(copied, "__dict__", fields)
+        _set(copied, "__pydantic_extra__", None)
+        _set(copied, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
+        _set(copied, "__pydantic_private__", None)
+        return copied
+
 
 class SourceRecord(BaseModel):
     """One ingested file. Its id is the hash of its bytes, so ingesting it twice is a no-op."""

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def cache_key(model_name: str, request: ChatRequest) -> str:
     """Hex SHA-256 identifying ``request`` sent to ``model_name`` (hints and task are not part of it)."""
-    return _key(model_name, CanonicalDict(request.cache_payload()))
+    return _key(model_name, request.canonical_cache_payload())
 
 
 def _key(model_name: str, payload: CanonicalDict) -> str:
@@ -87,7 +87,7 @@ class CachedModel:
         """A cached response when there is one, else the wrapped model's (stored in read-write mode)."""
         if self.mode == "off":
             return await self.inner.complete(request)
-        payload = CanonicalDict(request.cache_payload())
+        payload = request.canonical_cache_payload()
         key = _key(self.name, payload)
         while True:
             hit = self._lookup(key)

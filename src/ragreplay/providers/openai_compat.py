@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 
 from pydantic_core import from_json, to_json
 
-from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
+from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError, ResponseFormat
 from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
 from ragreplay.core.types import TokenUsage
 from ragreplay.errors import ConfigError, import_extra
@@ -89,6 +89,40 @@ def _wanted_format(request: ChatRequest) -> int:
     return 0 if request.response_format is not None else 1 if request.json_mode else _NO_FORMAT
 
 
+_MEMO_SIZE = 64
+"""Distinct system prompts and response formats whose request JSON is kept (a handful in practice)."""
+_system_messages: dict[str, bytes] = {}
+_schema_formats: dict[
+    int, tuple[ResponseFormat, bytes]
+] = {}  # by id; the format is held, so its id stays its own
+
+
+def _system_message_json(content: str) -> bytes:
+    """A system message as sent (pydantic-core's JSON), encoded once per text."""
+    encoded = _system_messages.get(content)
+    if encoded is None:
+        if len(_system_messages) >= _MEMO_SIZE:
+            _system_messages.clear()
+        encoded = _system_messages[content] = to_json({"role": "system", "content": content})
+    return encoded
+
+
+def _schema_format_json(schema: ResponseFormat) -> bytes:
+    """The ``response_format`` member (with its leading comma) asking for ``schema``, encoded once per format."""
+    known = _schema_formats.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    if len(_schema_formats) >= _MEMO_SIZE:
+        _schema_formats.clear()
+    member = {
+        "type": "json_schema",
+        "json_schema": {"name": schema.name, "schema": schema.json_schema, "strict": True},
+    }
+    encoded = b',"response_format":%s' % to_json(member)
+    _schema_formats[id(schema)] = (schema, encoded)
+    return encoded
+
+
 class _FormatRefusedError(Exception):
     """The endpoint answered that it does not take the ``response_format`` that was sent."""
 
@@ -144,6 +178,7 @@ class OpenAICompatModel:
         self._client = client
         self._endpoint = JsonEndpoint(name, self.url, sent, timeout_s, client)
         self._format_floor = 0  # index into REPLY_FORMATS: the most structured kind not refused yet
+        self._model_json = (model, b'{"model":%s,"messages":[' % to_json(model))  # for request_bytes
 
     @property
     def name(self) -> str:
@@ -176,6 +211,31 @@ class OpenAICompatModel:
             body["response_format"] = {"type": "json_object"}
         return body
 
+    def request_bytes(self, request: ChatRequest, reply_format: int) -> bytes:
+        """``to_json(self.request_body(request, reply_format))``, the same bytes, joined from parts: a system
+        message and a ``response_format`` are encoded once per value (a judge sends the same ones with every
+        request) and JSON's encoding of an object is its members' encodings joined."""
+        messages = [
+            _system_message_json(m.content)
+            if m.role == "system"
+            else to_json({"role": m.role, "content": m.content})
+            for m in request.messages
+        ]
+        model, start = self._model_json
+        if model is not self.model:
+            self._model_json = model, start = self.model, b'{"model":%s,"messages":[' % to_json(self.model)
+        parts = [start, b",".join(messages), b'],"temperature":']
+        parts.append(to_json(request.temperature))
+        if request.max_tokens is not None:
+            parts.append(b',"max_tokens":%s' % to_json(request.max_tokens))
+        schema = request.response_format
+        if reply_format == 0 and schema is not None:
+            parts.append(_schema_format_json(schema))
+        elif reply_format <= 1:
+            parts.append(b',"response_format":{"type":"json_object"}')
+        parts.append(b"}")
+        return b"".join(parts)
+
     def _format_for(self, request: ChatRequest) -> int:
         return max(_wanted_format(request), self._format_floor)
 
@@ -201,8 +261,7 @@ class OpenAICompatModel:
                 kind += 1
 
     async def _send(self, request: ChatRequest, reply_format: int) -> ChatResponse:
-        # pydantic-core's encoder: a third of json's CPU
-        data = to_json(self.request_body(request, reply_format))
+        data = self.request_bytes(request, reply_format)
         reply, latency_ms = await self._endpoint.post(data)
         status, headers, body = reply.status, reply.headers, reply.body
         if status >= 400 and reply_format < _NO_FORMAT and _refuses_format(status, body):

@@ -102,7 +102,7 @@ class Replayer:
 
     async def _fail(self, result: ResultRecord, step: str, exc: Exception) -> ResultRecord:
         message = f"{step}: {type(exc).__name__}: {exc}"
-        return await self._save(result.model_copy(update={"status": ResultStatus.ERROR, "error": message}))
+        return await self._save(result.updated(status=ResultStatus.ERROR, error=message))
 
     async def _rewrite(self, case: Case) -> Rewrite:
         """The standalone question this run's rewriter pinned to the case; rewritten and pinned on first use
@@ -129,29 +129,30 @@ class Replayer:
             except ProviderError as exc:
                 return await self._fail(result, "rewrite", exc)
             # Not saved on its own: the rewrite is pinned per case, and saved with the answer below.
-            result = result.model_copy(update={"rewrite": rewrite, "error": None})
+            result = result.updated(rewrite=rewrite, error=None)
         assert result.rewrite is not None
         question = result.rewrite.query
 
         if result.answer is None or result.answer.error:
             answer = await self.target.answer(question, case)
             if answer.error:
-                failed = {"answer": answer, "status": ResultStatus.ERROR, "error": f"target: {answer.error}"}
-                return await self._save(result.model_copy(update=failed))
-            result = await self._save(result.model_copy(update={"answer": answer}))
+                failed = result.updated(
+                    answer=answer, status=ResultStatus.ERROR, error=f"target: {answer.error}"
+                )
+                return await self._save(failed)
+            result = result.updated(answer=answer)
+            await self.writer.save_result(result)
         assert result.answer is not None
 
         try:
             judgment = await self.judge.judge(case, question, result.answer)
         except ProviderError as exc:
             return await self._fail(result, "judge", exc)
-        return await self._save(
-            result.model_copy(
-                update={
-                    "judgment": judgment,
-                    "verdict": verdict_for(case.feedback, judgment.fit),
-                    "status": ResultStatus.DONE,
-                    "error": None,
-                }
-            )
+        result = result.updated(
+            judgment=judgment,
+            verdict=verdict_for(case.feedback, judgment.fit),
+            status=ResultStatus.DONE,
+            error=None,
         )
+        await self.writer.save_result(result)
+        return result
