@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -162,8 +163,9 @@ PROMPT_VERSION = structured_prompt_version(
 """Stored with every eval run and part of the cache key: a changed prompt never reuses old replies."""
 
 
+@cache
 def system_prompt() -> str:
-    """The system message, with the shared data rules and the example."""
+    """The system message, with the shared data rules and the example (built once: it never changes)."""
     return structured_system(SYSTEM_PROMPT, FENCED_TAGS, "check", EXAMPLE_REPLY)
 
 

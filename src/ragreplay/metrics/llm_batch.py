@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -93,8 +94,9 @@ BATCH_PROMPT_VERSION = structured_prompt_version(
 """Part of the cache key of a batched request (a changed prompt never reuses old replies)."""
 
 
+@cache
 def batch_system_prompt() -> str:
-    """The system message of a batched request."""
+    """The system message of a batched request (built once)."""
     return structured_system(BATCH_SYSTEM, _BATCH_FENCED, "check", _BATCH_EXAMPLE)
 
 
