@@ -8,7 +8,10 @@
     RAGREPLAY_HTTP_CLIENT=aiohttp python benchmarks/replay_scale.py cpu ...      # the same with aiohttp
 
 CPU is the client process's CPU time (``time.process_time``: every thread, the writer's too), which other load
-on the machine barely changes; wall-clock figures (efficiency) do change with it. The memory figure is the peak
+on the machine barely changes; wall-clock figures (efficiency) do change with it. The mock's own CPU per call
+(read from ``/proc``, Linux only) is shown beside it: on a small machine the mock competes with the client for
+the cores, which a real endpoint does not. A first line gives the machine's speed (the best of 5 timings of
+``sum(range(10**6))``), so CPU figures from different machines can be compared. The memory figure is the peak
 RSS (``VmHWM``) of a fresh process that runs what ``ragreplay run`` runs (select the cases, replay them
 with the fake judge and rewriter, summarise the run for the terminal) on a store filled beforehand.
 """
@@ -19,12 +22,14 @@ import argparse
 import asyncio
 import cProfile
 import os
+import platform
 import pstats
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -77,11 +82,29 @@ def client_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k == HTTP_CLIENT_ENV}
 
 
+def machine_speed() -> str:
+    """A line saying how fast this machine runs plain Python: the best of 5 timings of ``sum(range(10**6))``."""
+    best = min(timeit.repeat("sum(range(10**6))", number=1, repeat=5))
+    return (
+        f"machine: sum(range(10**6)) in {best * 1000:.1f} ms (best of 5), Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+    )
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used, from ``/proc`` (None where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def endpoint_runs(
     n_cases: int, concurrencies: list[int], latency_ms: float
-) -> list[tuple[int, int, int, float, float]]:
-    """(cases, concurrency, model calls, wall s, client CPU s) of one cold run per concurrency, each on a
-    store of its own (no pinned rewrite, no cached call)."""
+) -> list[tuple[int, int, int, float, float, float | None]]:
+    """(cases, concurrency, model calls, wall s, client CPU s, mock CPU s) of one cold run per concurrency,
+    each on a store of its own (no pinned rewrite, no cached call)."""
     base_url, mock = start_mock(latency_ms)
     rows = []
     try:
@@ -92,11 +115,15 @@ def endpoint_runs(
                 store = Store.open(db)
                 try:
                     before = mock_requests(base_url)
+                    mock0 = process_cpu_s(mock.pid)
                     cpu0 = time.process_time()
                     model = f"bench-c{concurrency}"
                     seconds, n = asyncio.run(replay_cold(store, base_url, concurrency, model))
                     used = time.process_time() - cpu0
-                    rows.append((n, concurrency, mock_requests(base_url) - before, seconds, used))
+                    mock1 = process_cpu_s(mock.pid)
+                    mock_used = None if mock0 is None or mock1 is None else mock1 - mock0
+                    calls = mock_requests(base_url) - before
+                    rows.append((n, concurrency, calls, seconds, used, mock_used))
                 finally:
                     store.close()
     finally:
@@ -107,24 +134,36 @@ def endpoint_runs(
 
 def cpu(n_cases: int, concurrencies: list[int]) -> None:
     """Client CPU per case of a cold run against the mock at 0 ms (the endpoint costs no time)."""
-    print("| cases | concurrency | model calls | client CPU (s) | CPU per case (ms) | wall (s) |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for n, concurrency, calls, seconds, used in endpoint_runs(n_cases, concurrencies, 0):
-        print(f"| {n} | {concurrency} | {calls} | {used:.2f} | {used / n * 1000:.3f} | {seconds:.2f} |")
+    print(machine_speed())
+    print(
+        "| cases | concurrency | model calls | client CPU (s) | CPU per case (ms) | wall (s) | "
+        "mock CPU per call (ms) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n, concurrency, calls, seconds, used, mock_used in endpoint_runs(n_cases, concurrencies, 0):
+        print(
+            f"| {n} | {concurrency} | {calls} | {used:.2f} | {used / n * 1000:.3f} | {seconds:.2f} | "
+            f"{_per_call_ms(mock_used, calls)} |"
+        )
+
+
+def _per_call_ms(seconds: float | None, calls: int) -> str:
+    return "-" if seconds is None or not calls else f"{seconds / calls * 1000:.3f}"
 
 
 def efficiency(n_cases: int, concurrencies: list[int], latency_ms: float) -> None:
     """Achieved / ideal wall time at each provider concurrency against a fixed-latency endpoint."""
+    print(machine_speed())
     print(
         "| cases | concurrency | latency | model calls | wall (s) | ideal (s) | achieved/ideal | "
-        "CPU per case (ms) |"
+        "CPU per case (ms) | mock CPU per call (ms) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, concurrency, calls, seconds, used in endpoint_runs(n_cases, concurrencies, latency_ms):
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, concurrency, calls, seconds, used, mock_used in endpoint_runs(n_cases, concurrencies, latency_ms):
         ideal = calls * latency_ms / 1000 / concurrency
         print(
             f"| {n} | {concurrency} | {latency_ms:.0f} ms | {calls} | {seconds:.2f} | {ideal:.2f} | "
-            f"{ideal / seconds:.3f} | {used / n * 1000:.3f} |"
+            f"{ideal / seconds:.3f} | {used / n * 1000:.3f} | {_per_call_ms(mock_used, calls)} |"
         )
 
 
@@ -191,6 +230,7 @@ def profile(n_cases: int, concurrency: int, top: int) -> None:
     writer_stats = pstats.Stats(writer_profile)
     loop_s = sum(row[2] for row in loop_stats.stats.values())  # type: ignore[attr-defined]
     writer_s = sum(row[2] for row in writer_stats.stats.values())  # type: ignore[attr-defined]
+    print(machine_speed())
     print(
         f"{n} cases, concurrency {concurrency}: process CPU {used:.2f} s under the profiler "
         f"(event loop thread {loop_s:.2f} s, writer thread {writer_s:.2f} s)\n"
