@@ -1,6 +1,7 @@
-"""``ragreplay eval`` and RAGAS side by side: answer correctness and faithfulness on the same rows, same mock.
+"""``ragreplay eval``, RAGAS and DeepEval side by side: answer correctness and faithfulness on the same rows, same
+mock.
 
-Both tools score the same ``--rows`` rows (question, answer, reference, 1-3 contexts) for faithfulness and
+The tools score the same ``--rows`` rows (question, answer, reference, 1-3 contexts) for faithfulness and
 answer correctness against the mock endpoint (``mock_openai_server.py``, its own process), in two scenarios:
 
 - ``open``: ``--latency-ms`` a request, no limit: wall, requests, words (prompt + completion) and efficiency
@@ -17,12 +18,15 @@ Each tool runs in a process of its own, one after the other, against a freshly r
   --concurrency``; as many more may wait for their saves), its default retries; one claims-check call a row,
   plus the lexical metrics (the rows have a reference);
 - RAGAS (``ragas_run.py`` in the virtualenv at ``--ragas-python``): ``faithfulness`` and
-  ``answer_correctness`` through ``evaluate`` (its async executor, ``RunConfig()``: 16 workers, 10 retries).
+  ``answer_correctness`` through ``evaluate`` (its async executor, ``RunConfig()``: 16 workers, 10 retries);
+- DeepEval (``deepeval_run.py`` in the virtualenv at ``--deepeval-python``): ``FaithfulnessMetric`` and a G-Eval
+  "Correctness" against the expected output (DeepEval's documented recipe) through ``evaluate`` (its async path,
+  16 test cases at once, its default 2 attempts a call), telemetry off.
 
 A row is scored when it has both figures (ragreplay: faithfulness and correctness determined and no error;
-RAGAS: neither NaN). The mock answers every prompt kind with JSON of the shape the tool parses (every claim or
-statement supported), so the scores say the replies were read; what is measured is the traffic. Without the
-RAGAS virtualenv only ragreplay's half runs.
+RAGAS: neither NaN; DeepEval: both metrics scored without an error). The mock answers every prompt kind with JSON
+of the shape the tool parses (every claim or statement supported), so the scores say the replies were read; what
+is measured is the traffic. A tool whose virtualenv is missing is skipped (ragreplay's half always runs).
 
     python benchmarks/eval_side_by_side.py --rows 500 --latency-ms 100 --rate-limit 20 --error-rate 0.05
 """
@@ -52,6 +56,12 @@ from ragreplay.store import Store
 from replay_throughput import start_mock
 
 HERE = Path(__file__).resolve().parent
+DEEPEVAL_PYTHON = Path("/tmp/deepeval-venv/bin/python")
+DEEPEVAL_INSTALL = "python3 -m venv /tmp/deepeval-venv && /tmp/deepeval-venv/bin/pip install deepeval==4.3.1"
+RAGAS_INSTALL = (
+    "python3 -m venv /tmp/ragas-venv && "
+    "/tmp/ragas-venv/bin/pip install ragas==0.4.3 'langchain-community==0.4.1'"
+)
 JUDGE = "mock:bench-model"
 TOPICS = ("annual leave", "parental leave", "remote work", "travel expenses", "training budget", "parking")
 TEAMS = ("HR", "Finance", "Facilities", "IT", "Legal")
@@ -157,7 +167,13 @@ def run_scenario(args: argparse.Namespace, limited: bool, rows_dir: Path) -> lis
     """Both tools against one mock (``limited``: with the rate limit and the 500s); their results."""
     extra = ["--rate-limit", str(args.rate_limit), "--error-rate", str(args.error_rate)] if limited else []
     base_url, mock = start_mock(args.latency_ms, *extra)
-    env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "x", "RAGAS_DO_NOT_TRACK": "true"}
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": "x",
+        "RAGAS_DO_NOT_TRACK": "true",
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+    }
     results: list[dict[str, Any]] = []
     try:
         own = [sys.executable, str(Path(__file__).resolve()), "--client", "ragreplay", "--base-url", base_url]
@@ -168,6 +184,9 @@ def run_scenario(args: argparse.Namespace, limited: bool, rows_dir: Path) -> lis
             results.append(run_client([*own, "--rows-per-call", str(args.rows_per_call)], base_url, env))
         if args.ragas_python.exists():
             command = [str(args.ragas_python), str(HERE / "ragas_run.py"), str(rows_dir / "ragas_rows.json")]
+            results.append(run_client(command, base_url, env))
+        if args.deepeval_python.exists():
+            command = [str(args.deepeval_python), str(HERE / "deepeval_run.py"), str(rows_dir / "rows.jsonl")]
             results.append(run_client(command, base_url, env))
     finally:
         mock.terminate()
@@ -248,6 +267,9 @@ def main() -> None:
     parser.add_argument(
         "--ragas-python", type=Path, default=RAGAS_PYTHON, help="the RAGAS virtualenv's python"
     )
+    parser.add_argument(
+        "--deepeval-python", type=Path, default=DEEPEVAL_PYTHON, help="the DeepEval virtualenv's python"
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON after the table")
     parser.add_argument("--client", choices=["ragreplay"], help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -259,10 +281,10 @@ def main() -> None:
         )
         return
     if not args.ragas_python.exists():
+        print(f"RAGAS skipped: no virtualenv at {args.ragas_python} ({RAGAS_INSTALL})", file=sys.stderr)
+    if not args.deepeval_python.exists():
         print(
-            f"RAGAS skipped: no virtualenv at {args.ragas_python} (python3 -m venv /tmp/ragas-venv && "
-            "/tmp/ragas-venv/bin/pip install ragas==0.4.3 'langchain-community==0.4.1')",
-            file=sys.stderr,
+            f"DeepEval skipped: no virtualenv at {args.deepeval_python} ({DEEPEVAL_INSTALL})", file=sys.stderr
         )
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

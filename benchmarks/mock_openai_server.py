@@ -17,6 +17,9 @@ length; ``encoding_format: base64`` as the OpenAI client asks by default), under
 latency. RAGAS's prompts (``benchmarks/ragas_run.py``) get canned replies of the JSON shape each expects,
 recognised by the instruction's words and built from the prompt's ``input:`` JSON: statements split from the
 answer at sentence ends, every statement faithful (verdict 1), every answer statement a true positive.
+DeepEval's (``benchmarks/deepeval_run.py``: ``FaithfulnessMetric``, ``GEval``) likewise: truths and claims the
+sentences of the text or AI output, a ``yes`` verdict per listed claim, a reason, three G-Eval steps and a
+score of 10 (no logprobs, so DeepEval keeps the raw score).
 ragreplay's claims check (``ragreplay eval``, ``metrics/llm.py``) gets a ``ClaimsReply`` built from its fenced
 blocks: every sentence of the answer and of the reference a claim, each supported and covered, every numbered
 context relevant, answer relevance 5.
@@ -31,6 +34,7 @@ From Python:  base_url, stop = run_in_thread(port=0, latency_ms=20); ...; stop()
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import base64
 import hashlib
@@ -111,6 +115,17 @@ RAGAS_KINDS = {
 }
 
 
+# DeepEval 4.x's prompts (deepeval/metrics/faithfulness/templates, g_eval/templates): words of each instruction
+DEEPEVAL_KINDS = {
+    "deepeval_truths": 'with the "truths" key as a list of strings',
+    "deepeval_claims": 'with the "claims" key as a list of strings',
+    "deepeval_verdicts": "indicate whether each claim contradicts any facts in the retrieval context",
+    "deepeval_reason": "concisely summarize the contradictions to justify the score",
+    "geval_steps": "concise evaluation steps based on the criteria below",
+    "geval_score": "you are an evaluator. given the following evaluation steps",
+}
+
+
 CLAIMS_WORDS = "list and check the claims of the answer"
 """Words of ragreplay's claims check (``metrics/llm.py``'s user message)."""
 BATCH_ROW = '<checked_row n="'
@@ -118,10 +133,10 @@ BATCH_ROW = '<checked_row n="'
 
 
 def prompt_kind(messages: list[dict[str, Any]]) -> str:
-    """Which prompt ``messages`` are: a RAGAS kind, ``claims``, ``pairwise``, ``rewrite``, ``judge`` or
+    """Which prompt ``messages`` are: a RAGAS or DeepEval kind, ``claims``, ``pairwise``, ``rewrite``, ``judge`` or
     ``answer``."""
     text = " ".join(str(m.get("content", "")) for m in messages).lower()
-    for kind, words in RAGAS_KINDS.items():
+    for kind, words in (RAGAS_KINDS | DEEPEVAL_KINDS).items():
         if words in text:
             return kind
     if BATCH_ROW in text:  # several rows' claims checks in one call (``eval --rows-per-call``)
@@ -164,6 +179,49 @@ def ragas_reply(kind: str, messages: list[dict[str, Any]]) -> str:
         return json.dumps({"statements": verdicts})
     answer = [str(s) for s in data.get("answer", [])]
     return json.dumps({"TP": [{"statement": s, "reason": "mock"} for s in answer], "FP": [], "FN": []})
+
+
+def _section(text: str, heading: str) -> str:
+    """The block after the last ``heading`` line up to the prompt's closing ``JSON:`` line (DeepEval's layout)."""
+    start = text.rfind(f"\n{heading}\n")
+    if start < 0:
+        return ""
+    body = text[start + len(heading) + 2 :]
+    end = body.rfind("\nJSON:")
+    return (body[:end] if end >= 0 else body).strip()
+
+
+def _listed(block: str) -> list[str]:
+    """A list DeepEval rendered into its prompt (Python's or JSON's repr of a list of strings)."""
+    try:
+        items = ast.literal_eval(block)
+    except (ValueError, SyntaxError):
+        return _sentences(block) if block else []
+    return [str(item) for item in items] if isinstance(items, list) else [str(items)]
+
+
+def deepeval_reply(kind: str, messages: list[dict[str, Any]]) -> str:
+    """The canned JSON for a DeepEval prompt of ``kind``, in the shape of its schema: truths and claims the
+    sentences of the text or answer, every claim's verdict ``yes``, G-Eval's 3 steps and a full score (10 of
+    0-10, no logprobs: DeepEval falls back to the raw score)."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    if kind == "deepeval_truths":
+        return json.dumps({"truths": _sentences(_section(text, "Text:"))})
+    if kind == "deepeval_claims":
+        return json.dumps({"claims": _sentences(_section(text, "AI Output:"))})
+    if kind == "deepeval_verdicts":
+        claims = _listed(_section(text, "Claims:"))
+        return json.dumps({"verdicts": [{"verdict": "yes", "reason": None} for _ in claims]})
+    if kind == "deepeval_reason":
+        return json.dumps({"reason": "The score is 1.00 because no claim contradicts the context."})
+    if kind == "geval_steps":
+        steps = [
+            "Compare the facts of the actual output with the expected output.",
+            "Penalise contradictions.",
+            "Penalise omitted facts of the expected output.",
+        ]
+        return json.dumps({"steps": steps})
+    return json.dumps({"reason": "The actual output states the facts of the expected output.", "score": 10})
 
 
 def _fenced(text: str, tag: str) -> str:
@@ -224,6 +282,8 @@ def reply_for(messages: list[dict[str, Any]]) -> str:
     kind = prompt_kind(messages)
     if kind.startswith("ragas_"):
         return ragas_reply(kind, messages)
+    if kind in DEEPEVAL_KINDS:
+        return deepeval_reply(kind, messages)
     if kind == "claims_batch":
         return claims_batch_reply(messages)
     if kind == "claims":

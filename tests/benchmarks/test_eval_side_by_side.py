@@ -140,8 +140,9 @@ def test_side_by_side_runs_ragreplay_half(tmp_path: Path) -> None:
         print(f"RAGAS half skipped: no virtualenv at {bench.RAGAS_PYTHON} (RAGAS is not installed in CI)")
     # ragreplay's half only, even where the RAGAS virtualenv exists
     absent = str(tmp_path / "absent" / "python")
-    out = _run(["--rows", "6", "--latency-ms", "5", "--ragas-python", absent, "--rows-per-call", "3"])
-    assert "RAGAS skipped" in out.stderr
+    flags = ["--rows", "6", "--latency-ms", "5", "--rows-per-call", "3"]
+    out = _run([*flags, "--ragas-python", absent, "--deepeval-python", absent])
+    assert "RAGAS skipped" in out.stderr and "DeepEval skipped" in out.stderr
     results = json.loads(out.stdout.strip().splitlines()[-1])
     batched = "ragreplay, 3 rows a call"
     assert [(r["scenario"], r["tool"]) for r in results] == [
@@ -163,7 +164,9 @@ def test_side_by_side_runs_ragreplay_half(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not bench.RAGAS_PYTHON.exists(), reason=f"no RAGAS virtualenv at {bench.RAGAS_PYTHON}")
 def test_ragas_scores_every_row_from_the_mock() -> None:
-    out = _run(["--rows", "4", "--latency-ms", "5", "--scenario", "open"])
+    out = _run(
+        ["--rows", "4", "--latency-ms", "5", "--scenario", "open", "--deepeval-python", "/absent/python"]
+    )
     results = json.loads(out.stdout.strip().splitlines()[-1])
     ragas = next(r for r in results if r["tool"].startswith("RAGAS"))
     assert ragas["rows"] == ragas["rows_scored"] == 4 and ragas["faithfulness"] == 1.0
