@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy import Connection, Dialect, Engine, Table, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import TypeEngine
 
+from ragreplay.core.storable import is_storable
 from ragreplay.store.connect import StoreError
+from ragreplay.store.schema import StorableText
 
 BATCH_SIZE = 1000
 
@@ -57,29 +61,34 @@ class StoreBase:
             )
         return self._statements[cache_key]
 
-    def _execute_rows(self, conn: Connection, statement: Any, rows: Sequence[dict[str, Any]]) -> None:
+    def _execute_rows(self, conn: Connection, statement: Any, rows: Sequence[dict[str, Any]]) -> int:
         """Execute ``statement`` (one of :meth:`_insert_ignore` / :meth:`_upsert`) once per row, all rows having
         the same keys.
 
-        On SQLite the rows go straight to the driver's ``executemany``, each value bound by its column type's
-        own processor (so stored exactly as ``conn.execute`` would store it) without SQLAlchemy's per-row
-        parameter handling, which cost more than SQLite's own work in the writer. Elsewhere: ``conn.execute``.
+        On SQLite the rows go straight to the driver's ``executemany``, each value bound as its column type
+        binds it (so stored exactly as ``conn.execute`` would store it) without SQLAlchemy's per-row parameter
+        handling, which cost more than SQLite's own work in the writer: bound a column at a time, and a text
+        column's values checked for what cannot be stored in one scan of them all. Elsewhere:
+        ``conn.execute``.
+
+        Returns how many rows were inserted or changed on SQLite (a row an ``_insert_ignore`` kept is not
+        counted), ``-1`` elsewhere.
         """
         if not rows:
-            return
+            return 0
         dialect = self._engine.dialect
         if dialect.name != "sqlite":
             conn.execute(statement, list(rows))
-            return
+            return -1
         keys = tuple(rows[0])
         plan = self._driver_plans.get((id(statement), keys))
         if plan is None:
             compiled = statement.compile(dialect=dialect, column_keys=list(keys))
             names = tuple(compiled.positiontup or ())
-            processors = tuple(compiled.binds[name].type.bind_processor(dialect) for name in names)
-            plan = _DriverPlan(statement, compiled.string, names, processors)
+            binders = tuple(_column_binder(compiled.binds[name].type, dialect) for name in names)
+            plan = _DriverPlan(statement, compiled.string, names, binders)
             self._driver_plans[id(statement), keys] = plan
-        conn.exec_driver_sql(plan.sql, plan.bind(rows))
+        return int(conn.exec_driver_sql(plan.sql, plan.bind(rows)).rowcount)
 
     def _upsert(self, table: Table, keys: Sequence[str]) -> Any:
         """INSERT that replaces every non-key column when ``keys`` already exist."""
@@ -92,37 +101,67 @@ class StoreBase:
 
 
 class _DriverPlan:
-    """A compiled statement's SQL text and, per positional parameter, its row key and bind processor."""
+    """A compiled statement's SQL text and, per positional parameter, its row key and column binder."""
 
-    __slots__ = ("names", "processors", "sql", "statement")
+    __slots__ = ("binders", "names", "sql", "statement")
 
     def __init__(
         self,
         statement: Any,
         sql: str,
         names: tuple[str, ...],
-        processors: tuple[Callable[[Any], Any] | None, ...],
+        binders: tuple[Callable[[list[Any]], list[Any]] | None, ...],
     ) -> None:
         self.statement = statement  # held, so the id() it is cached under is never reused
         self.sql = sql
         self.names = names
-        self.processors = processors
+        self.binders = binders
 
     def bind(self, rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        """The rows as the driver's parameter tuples; a value the same object as the row before's (a batch's
-        one timestamp) is processed once. Built column by column: one pass per column costs less than one
-        per value."""
-        columns = [
-            _column(rows, name, process) for name, process in zip(self.names, self.processors, strict=True)
-        ]
+        """The rows as the driver's parameter tuples. Built column by column: one pass per column costs less
+        than one per value."""
+        columns = []
+        for name, binder in zip(self.names, self.binders, strict=True):
+            values = [row[name] for row in rows]
+            columns.append(values if binder is None else binder(values))
         return list(zip(*columns, strict=True))
 
 
-def _column(rows: Sequence[dict[str, Any]], name: str, process: Callable[[Any], Any] | None) -> list[Any]:
-    """Column ``name`` of ``rows``, each value through ``process`` (if any; a repeated object processed once)."""
-    values = [row[name] for row in rows]
+def _column_binder(column_type: TypeEngine[Any], dialect: Dialect) -> Callable[[list[Any]], list[Any]] | None:
+    """What binds a column's values as ``column_type`` binds each on ``dialect`` (``None``: as they are).
+
+    The processor of the type's implementation *for this dialect* (SQLite's DATETIME writes its own text,
+    microseconds always); the generic type's would leave that to the driver, which writes it differently.
+    """
+    impl = column_type.dialect_impl(dialect)
+    process = impl.bind_processor(dialect)
     if process is None:
-        return values
+        return None
+    if isinstance(impl, StorableText) and impl.impl_instance.bind_processor(dialect) is None:
+        return _storable_column(process)
+    return partial(_processed_column, process)
+
+
+def _storable_column(process: Callable[[Any], Any]) -> Callable[[list[Any]], list[Any]]:
+    """A :class:`StorableText` column's binder: its values as they are when, joined, they hold nothing to
+    replace (nearly always: one scan in C instead of a type processor's call per value), else each
+    processed."""
+
+    def bind(values: list[Any]) -> list[Any]:
+        try:
+            joined = "".join(filter(None, values))
+        except TypeError:  # not all text: as the type binds each
+            return [process(value) for value in values]
+        if is_storable(joined):
+            return values
+        return [process(value) for value in values]
+
+    return bind
+
+
+def _processed_column(process: Callable[[Any], Any], values: list[Any]) -> list[Any]:
+    """``values`` each through ``process``; a value the same object as the one before it (a batch's one
+    timestamp) is processed once."""
     out = []
     last: object = _UNSEEN
     done: Any = None

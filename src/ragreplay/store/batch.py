@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, select
+from pydantic import BaseModel
+from sqlalchemy import Connection, Engine, select
 
 from ragreplay.core.comparisons import ComparisonRowRecord
 from ragreplay.core.runs import ResultRecord
 from ragreplay.core.shadow import ShadowJudgmentRecord
+from ragreplay.core.storable import is_storable
 from ragreplay.core.types import Rewrite
 from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.comparisons import ComparisonsRepository
@@ -79,6 +82,7 @@ class BatchWriter(StoreBase):
         self._gates = gates
         self._review_judgments = review_judgments
         self._evals = evals
+        self._json = JsonMemo()
 
     def write_batch(self, batch: WriteBatch) -> dict[tuple[str, str], Rewrite]:
         """Apply ``batch`` in one transaction; returns the rewrite pinned to each (case, rewriter) of
@@ -99,26 +103,28 @@ class BatchWriter(StoreBase):
             }
             for e in reversed(batch.cache)
         }
+        encode = self._json.to_json
+        pin_models = {(case_id, rw): r for case_id, rw, r in reversed(batch.pins)}
         pin_rows = {
-            (case_id, rw): {"case_id": case_id, "rewriter": rw, "data": to_json(r), "pinned_at": now}
-            for case_id, rw, r in reversed(batch.pins)
+            key: {"case_id": key[0], "rewriter": key[1], "data": encode(r), "pinned_at": now}
+            for key, r in pin_models.items()
         }
-        result_rows = {(r.run_id, r.case_id): result_row(r) for r in batch.results}
+        result_rows = {(r.run_id, r.case_id): result_row(r, now, encode) for r in batch.results}
         pinned: dict[tuple[str, str], Rewrite] = {}
         with self._write() as conn:
             if cache_rows:
                 self._execute_rows(conn, self._insert_ignore(llm_cache, ["key"]), list(cache_rows.values()))
             if pin_rows:
-                self._execute_rows(
+                inserted = self._execute_rows(
                     conn, self._insert_ignore(rewrites, ["case_id", "rewriter"]), list(pin_rows.values())
                 )
-                for chunk in chunked(list(dict.fromkeys(case_id for case_id, _ in pin_rows))):
-                    query = select(rewrites.c.case_id, rewrites.c.rewriter, rewrites.c.data).where(
-                        rewrites.c.case_id.in_(chunk)
-                    )
-                    for case_id, rw, data in conn.execute(query):
-                        if (case_id, rw) in pin_rows:
-                            pinned[case_id, rw] = Rewrite.model_validate_json(data)
+                if inserted == len(pin_rows) and all(map(is_storable, _pin_texts(pin_rows))):
+                    # every pin is this batch's, stored as written (SQLite counts the rows inserted): the very
+                    # (frozen) rewrites, without reading them back, and the results saving them next find their
+                    # JSON in the memo
+                    pinned.update(pin_models)
+                else:
+                    self._read_pins(conn, pin_rows, pin_models, pinned)
             if result_rows:
                 self._execute_rows(
                     conn, self._upsert(results, ["run_id", "case_id"]), list(result_rows.values())
@@ -134,3 +140,66 @@ class BatchWriter(StoreBase):
             if batch.eval_rows:
                 self._evals.put_eval_rows(conn, batch.eval_rows)
         return pinned
+
+    @staticmethod
+    def _read_pins(
+        conn: Connection,
+        pin_rows: dict[tuple[str, str], dict[str, Any]],
+        pin_models: dict[tuple[str, str], Rewrite],
+        pinned: dict[tuple[str, str], Rewrite],
+    ) -> None:
+        """The rewrites pinned to the cases of ``pin_rows``, read back: another's pin may have come first."""
+        for chunk in chunked(list(dict.fromkeys(case_id for case_id, _ in pin_rows))):
+            query = select(rewrites.c.case_id, rewrites.c.rewriter, rewrites.c.data).where(
+                rewrites.c.case_id.in_(chunk)
+            )
+            for case_id, rw, data in conn.execute(query):
+                row = pin_rows.get((case_id, rw))
+                if row is not None:  # this batch's own rewrite when stored as written (see above)
+                    same = data == row["data"]
+                    pinned[case_id, rw] = (
+                        pin_models[case_id, rw] if same else Rewrite.model_validate_json(data)
+                    )
+
+
+def _pin_texts(pin_rows: dict[tuple[str, str], dict[str, Any]]) -> Iterator[str]:
+    for row in pin_rows.values():
+        yield row["case_id"]
+        yield row["rewriter"]
+        yield row["data"]
+
+
+class JsonMemo:
+    """The canonical JSON (:func:`~ragreplay.store.schema.to_json`) of the records written lately, by object.
+
+    A case's rewrite and answer are written again with each of its steps (answered, then judged; the rewrite
+    pinned first): the same frozen objects each time, encoded once. Holds each object it remembers (so an
+    ``id`` is never another's while remembered), at most ``max_entries`` of them and ``max_chars`` of JSON,
+    forgetting the oldest first.
+    """
+
+    def __init__(self, max_entries: int = 2048, max_chars: int = 4_000_000) -> None:
+        self._entries: dict[int, tuple[BaseModel, str]] = {}
+        self._chars = 0
+        self._max_entries = max_entries
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+
+    def to_json(self, model: BaseModel | None) -> str | None:
+        """``to_json(model)``, remembered."""
+        if model is None:
+            return None
+        entries = self._entries
+        entry = entries.get(id(model))
+        if entry is not None and entry[0] is model:
+            return entry[1]
+        text = to_json(model)
+        assert text is not None
+        with self._lock:
+            replaced = entries.pop(id(model), None)  # another thread's, for this very object
+            self._chars += len(text) - (0 if replaced is None else len(replaced[1]))
+            entries[id(model)] = (model, text)
+            while len(entries) > self._max_entries or (self._chars > self._max_chars and len(entries) > 1):
+                _, old = entries.pop(next(iter(entries)))
+                self._chars -= len(old)
+        return text

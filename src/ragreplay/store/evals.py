@@ -142,7 +142,7 @@ class EvalsRepository(StoreBase):
         values = list(unique.values())
         stmt = self._upsert(eval_rows, ["eval_id", "row_id"])
         for start in range(0, len(values), BATCH_SIZE):
-            conn.execute(stmt, values[start : start + BATCH_SIZE])
+            self._execute_rows(conn, stmt, values[start : start + BATCH_SIZE])
 
     def load_eval_rows(self, eval_id: str) -> list[EvalRowRecord]:
         """An eval run's saved rows, in dataset order."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy import Row, Select, func, select, update
 
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
@@ -164,16 +165,21 @@ def _result(row: Row[Any]) -> ResultRecord:
     )
 
 
-def result_row(result: ResultRecord) -> dict[str, object]:
-    """The ``results`` row of a result record."""
+def result_row(
+    result: ResultRecord,
+    now: datetime | None = None,
+    encode: Callable[[BaseModel | None], str | None] = to_json,
+) -> dict[str, object]:
+    """The ``results`` row of a result record, saved at ``now`` (default: this moment); ``encode`` writes its
+    rewrite, answer and judgment (as :func:`~ragreplay.store.schema.to_json` does)."""
     return {
         "run_id": result.run_id,
         "case_id": result.case_id,
         "status": result.status.value,
-        "rewrite": to_json(result.rewrite),
-        "answer": to_json(result.answer),
-        "judgment": to_json(result.judgment),
+        "rewrite": encode(result.rewrite),
+        "answer": encode(result.answer),
+        "judgment": encode(result.judgment),
         "verdict": None if result.verdict is None else result.verdict.value,
         "error": result.error,
-        "updated_at": datetime.now(UTC),
+        "updated_at": datetime.now(UTC) if now is None else now,
     }
