@@ -70,6 +70,7 @@ FIT_PROMPT_VERSION = "fit-2." + content_hash(
     length=8,
 )
 
+_FIT_SYSTEM_MESSAGE = ChatMessage(role="system", content=FIT_SYSTEM_PROMPT)  # frozen: one for every request
 _BARE_VERDICT = re.compile(r"\b(NO[_ ]FIT|FIT)\b", re.I)
 _VERDICT_KEYS = ("verdict", "fit")
 
@@ -119,7 +120,7 @@ class FitJudge:
         )
         return ChatRequest(
             messages=(
-                ChatMessage(role="system", content=FIT_SYSTEM_PROMPT),
+                _FIT_SYSTEM_MESSAGE,
                 ChatMessage(role="user", content=user),
             ),
             json_mode=True,

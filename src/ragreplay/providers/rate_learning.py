@@ -73,8 +73,13 @@ class RateLearner:
     @property
     def rate(self) -> float | None:
         """The pace in requests a second, ``None`` while nothing limits it."""
-        known = [r for r in (self.ceiling, self.header_rate, self.aimd_rate) if r is not None]
-        return min(known) if known else None
+        rate = self.ceiling  # the least of the three that are known (asked several times a request)
+        header, aimd = self.header_rate, self.aimd_rate
+        if header is not None and (rate is None or header < rate):
+            rate = header
+        if aimd is not None and (rate is None or aimd < rate):
+            rate = aimd
+        return rate
 
     def throttled_for(self, now: float) -> float:
         """Seconds since the first 429 after the last success (0 when the last answer was not a 429)."""

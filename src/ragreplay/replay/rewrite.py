@@ -72,6 +72,10 @@ REWRITE_PROMPT_VERSION = "rewrite-2." + content_hash(
     length=8,
 )
 
+_REWRITE_SYSTEM_MESSAGE = ChatMessage(
+    role="system", content=REWRITE_SYSTEM_PROMPT
+)  # frozen: one for every request
+
 
 class Rewriter:
     """Rewrites follow-up questions with a chat model."""
@@ -94,7 +98,7 @@ class Rewriter:
         user = REWRITE_USER_TEMPLATE.format(history=history, query=fence("question", case.query))
         return ChatRequest(
             messages=(
-                ChatMessage(role="system", content=REWRITE_SYSTEM_PROMPT),
+                _REWRITE_SYSTEM_MESSAGE,
                 ChatMessage(role="user", content=user),
             ),
             json_mode=True,
