@@ -72,9 +72,8 @@ REWRITE_PROMPT_VERSION = "rewrite-2." + content_hash(
     length=8,
 )
 
-_REWRITE_SYSTEM_MESSAGE = ChatMessage(
-    role="system", content=REWRITE_SYSTEM_PROMPT
-)  # frozen: one for every request
+# frozen: one for every request
+_REWRITE_SYSTEM_MESSAGE = ChatMessage(role="system", content=REWRITE_SYSTEM_PROMPT)
 
 
 class Rewriter:
