@@ -13,7 +13,7 @@ default). The judge is ``OpenAIModel("gpt-4o-mini")``, its OpenAI client pointed
 printed. It runs in a temporary directory, so DeepEval's ``.deepeval`` files stay out of the checkout.
 
 Prints one JSON line: rows, rows with both scores, the mean scores, wall and process CPU seconds of the
-evaluation, DeepEval's version.
+evaluation, DeepEval's version and its metric errors by exception (``metric_errors``).
 
     /tmp/deepeval-venv/bin/python benchmarks/deepeval_run.py rows.jsonl
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -99,7 +100,8 @@ def main(argv: list[str]) -> None:
             if data.error is None and data.score is not None:
                 row[data.name] = float(data.score)
             else:
-                kind = str(data.error).split(":", 1)[0][:60]
+                raised = re.search(r"raised (\w+)", str(data.error))  # tenacity's RetryError[... raised X]
+                kind = raised.group(1) if raised else str(data.error).split(":", 1)[0][:60]
                 errors[kind] = errors.get(kind, 0) + 1
         scores.append(row)
     names = ("Faithfulness", "Correctness [GEval]")

@@ -78,6 +78,55 @@ def test_bleu_is_sacrebleus() -> None:
     assert bleu("the cat sat on the mat", "the cat sat on the mat") == pytest.approx(100.0)
 
 
+def _random_text(rng: random.Random) -> str:
+    """Words that repeat (so n-grams match), digits, 13a's punctuation, entities, dashes, newlines, non-Latin."""
+    pieces = ["the", "cat", "days", "25", "3.5", "1,000", "HR", "é", "所有", "άδεια", "-", ".", ",", "'", '"']
+    pieces += [
+        "&quot;",
+        "&amp;",
+        "&lt;",
+        "<skipped>",
+        "-\n",
+        "\n",
+        "a-b",
+        "9-",
+        "x.y",
+        "(",
+        ")",
+        "$",
+        "@",
+        "/",
+        "~",
+    ]
+    pieces += ["…", "«", "»", "—", "€", "\t", " ", ""]
+    sep = ["", " ", " ", " ", "  "]
+    return "".join(rng.choice(pieces) + rng.choice(sep) for _ in range(rng.randint(0, 30)))
+
+
+def test_bleu_is_sacrebleus_sentence_bleu_on_random_texts() -> None:
+    """bleu counts the statistics itself (and redoes the 13a tokenizer): sacrebleu's own sentence BLEU on
+    thousands of random texts, one to three references, each tokenizer path."""
+    rng = random.Random(15)
+    fresh = {t: sacrebleu.BLEU(tokenize=t, effective_order=True) for t in ("13a", "intl", "zh", "none")}
+    nonzero = 0
+    for i in range(4000):
+        tokenize = "13a" if i % 4 else rng.choice(["intl", "zh", "none"])
+        candidate = _random_text(rng)
+        references = [_random_text(rng) for _ in range(rng.choice([1, 1, 2, 3]))]
+        if rng.random() < 0.3:  # a candidate close to its reference, so higher orders match too
+            candidate = references[0] + rng.choice(["", " the cat.", " 25 days"])
+        expected = fresh[tokenize].sentence_score(candidate, references).score
+        got = bleu(candidate, references if len(references) > 1 else references[0], tokenize=tokenize)
+        assert got == pytest.approx(expected, abs=1e-9), (candidate, references, tokenize)
+        nonzero += expected > 0
+    assert nonzero > 1000
+
+
+def test_bleu_keeps_sacrebleus_type_errors() -> None:
+    with pytest.raises(TypeError):
+        bleu(None, "x")  # type: ignore[arg-type]
+
+
 def test_token_f1_and_exact_match() -> None:
     assert token_f1("The 25 days.", "25 days") == 1.0 and exact_match("The 25 days.", "25 days")
     assert token_f1("25 days", "30 days") == 0.5 and not exact_match("25 days", "30 days")
