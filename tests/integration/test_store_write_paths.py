@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Table, select
+from sqlalchemy.exc import IntegrityError
 
 from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Answer, Fit, Judgment, RetrievedChunk, Rewrite, TokenUsage, Verdict
@@ -222,3 +223,16 @@ def test_json_memo_writes_what_to_json_writes_and_stays_bounded() -> None:
     for model in models:
         small.to_json(model)
     assert len(small._entries) <= 2 and small._chars <= small._max_chars
+
+
+def test_a_failing_row_raises_what_sqlalchemy_raises(store: Store) -> None:
+    """The driver path's failures reach the caller as SQLAlchemy's (which the store's failure handling and
+    row-by-row retries read), and the transaction writes nothing."""
+    writer = store._batch
+    rows = [
+        {"key": "ok", "model": "m", "request": "{}", "response": "{}", "created_at": AT},
+        {"key": "bad", "model": None, "request": "{}", "response": "{}", "created_at": AT},  # NOT NULL
+    ]
+    with pytest.raises(IntegrityError), writer._write() as conn:
+        writer._execute_rows(conn, writer._insert_ignore(llm_cache, ["key"]), rows)
+    assert store.cache.cache_count() == 0

@@ -65,11 +65,12 @@ class StoreBase:
         """Execute ``statement`` (one of :meth:`_insert_ignore` / :meth:`_upsert`) once per row, all rows having
         the same keys.
 
-        On SQLite the rows go straight to the driver's ``executemany``, each value bound as its column type
-        binds it (so stored exactly as ``conn.execute`` would store it) without SQLAlchemy's per-row parameter
-        handling, which cost more than SQLite's own work in the writer: bound a column at a time, and a text
-        column's values checked for what cannot be stored in one scan of them all. Elsewhere:
-        ``conn.execute``.
+        On SQLite the rows go straight to the driver's ``executemany`` (a cursor of the transaction's own
+        connection: no SQLAlchemy execution context a statement, which cost more than a row's work when replies
+        trickle in one at a time), each value bound as its column type binds it (so stored exactly as
+        ``conn.execute`` would store it) without SQLAlchemy's per-row parameter handling, which cost more than
+        SQLite's own work in the writer: bound a column at a time, and a text column's values checked for what
+        cannot be stored in one scan of them all. Elsewhere: ``conn.execute``.
 
         Returns how many rows were inserted or changed on SQLite (a row an ``_insert_ignore`` kept is not
         counted), ``-1`` elsewhere.
@@ -88,7 +89,18 @@ class StoreBase:
             binders = tuple(_column_binder(compiled.binds[name].type, dialect) for name in names)
             plan = _DriverPlan(statement, compiled.string, names, binders)
             self._driver_plans[id(statement), keys] = plan
-        return int(conn.exec_driver_sql(plan.sql, plan.bind(rows)).rowcount)
+        params = plan.bind(rows)
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.executemany(plan.sql, params)
+            return int(cursor.rowcount)
+        except Exception:
+            # Failures are SQLAlchemy's to wrap and name (store/liveness): run the statement again through it,
+            # which raises what ``exec_driver_sql`` would have (the rows done before the failure are redone
+            # alike: an upsert or insert-ignore of the same rows in the same transaction).
+            return int(conn.exec_driver_sql(plan.sql, params).rowcount)
+        finally:
+            cursor.close()
 
     def _upsert(self, table: Table, keys: Sequence[str]) -> Any:
         """INSERT that replaces every non-key column when ``keys`` already exist."""
