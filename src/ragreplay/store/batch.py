@@ -175,10 +175,11 @@ class JsonMemo:
     A case's rewrite and answer are written again with each of its steps (answered, then judged; the rewrite
     pinned first): the same frozen objects each time, encoded once. Holds each object it remembers (so an
     ``id`` is never another's while remembered), at most ``max_entries`` of them and ``max_chars`` of JSON,
-    forgetting the oldest first.
+    forgetting the oldest first: between a case's two writes the other cases in flight add a few entries each,
+    so the default serves a few hundred cases in flight (more only cost an encoding again), in constant memory.
     """
 
-    def __init__(self, max_entries: int = 2048, max_chars: int = 4_000_000) -> None:
+    def __init__(self, max_entries: int = 1024, max_chars: int = 2_000_000) -> None:
         self._entries: dict[int, tuple[BaseModel, str]] = {}
         self._chars = 0
         self._max_entries = max_entries
