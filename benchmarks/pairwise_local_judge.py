@@ -68,16 +68,31 @@ BETAS = (1.0, 1.25, 1.5, 2.0)
 """The recall weights ``ref_fscore`` may take: plain token F1 and three recall-heavier F-scores. Chosen on the
 training rows of each fold (the lean of "closer to the reference by F-beta" on decided pairs; a tie goes to the
 smaller beta); the shipped signal uses ``REFERENCE_BETA``, which the benchmark checks is the choice on all rows."""
-RAG_FEATURES = ("detail",)
-"""Fitted on RAGChecker only: how much an answer says (distinct content terms, log scale, saturating). PandaLM's
-short self-instruct tasks punish padding, RAG annotators reward completeness; it is left at 0 on PandaLM."""
+RAG_FEATURES = ("detail", "length")
+"""Fitted on RAGChecker only: how much an answer says (distinct content terms, log scale, saturating) and its
+length in characters (log scale, saturating at 3,000): PandaLM's short self-instruct tasks punish padding, RAG
+annotators reward completeness ("the longer answer wins" is the best answer-only signal there); left at 0 on
+PandaLM."""
 RAG_FITTED = (*RAG_FEATURES, *REFERENCE_FEATURES)
 REFERENCE_PRIORS = {"ref_numbers": 2.0}
 """Set by hand: an answer whose numbers the reference does not state ("30 days" against a reviewed "25 days")
 loses 2 logits. Fitted on RAGChecker (long answers full of numbers, the gold answer holding only some) it came
 out 0; on a reviewer's short correct answer a changed number is what matters."""
-NOT_ON_PANDALM = ("ref_cosine", "ref_f1", "ref_fscore", "ref_recall", "ref_numbers", "detail")
-"""Features PandaLM does not fit: the reference features (no reference there) and detail (fitted on RAGChecker)."""
+NOT_ON_PANDALM = ("ref_cosine", "ref_f1", "ref_fscore", "ref_recall", "ref_numbers", "detail", "length")
+"""Features PandaLM does not fit: the reference features (no reference there), detail and length (fitted on
+RAGChecker)."""
+NO_ORDINAL_TIE = -20.0
+"""The ordinal tie band's log half-width with a reference once fitted (``exp(-20)``: no ordinal ties). Its fitted
+band (ties where the F-score gap is small) cost 0.07 on decided pairs for a tie precision of 0.48; ties with a
+reference come from the similarity cut and explicit band tuned on the training folds instead (calibrate_ties)."""
+SAME_CUTS = (0.9, 0.93, 0.95, 0.96, 0.97, 0.98, 0.99)
+"""Candidate similarity cuts (USE cosine of the two answers) from which a pair is a tie."""
+LENGTH_WEIGHTS = (0.0, 5.0, 10.0, 20.0, 40.0)
+"""Candidate weights of ``length`` (chosen on the training rows: most decided pairs right without a reference).
+The likelihood fit leaves it at 0: the PandaLM-fitted answer-only part (which rewards no copying of the question
+and closeness to it, signals that run against RAGChecker's annotators) drowns it unless it weighs enough to lead."""
+MIN_TIE_PRECISION = 1 / 3
+"""Tie settings whose ties on the training rows are right less often than this are not considered."""
 FITTED = tuple(n for n in SideSignals.feature_names() if n not in PRIOR_WEIGHTS and n not in NOT_ON_PANDALM)
 LABELS: tuple[Winner, ...] = ("B", "tie", "A")
 SIGNS = {
@@ -199,8 +214,12 @@ def longer_wins(a: str, b: str) -> Winner:
     return "A" if len(a) > len(b) else "B" if len(b) > len(a) else "tie"
 
 
-def evaluate(rows: Sequence[Row], folds: int, seed: int, start: float) -> dict[str, Any]:
-    """Cross-validated predictions in both orders, and the figures of the report."""
+def evaluate(
+    rows: Sequence[Row], folds: int, seed: int, start: float, rag: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Cross-validated predictions in both orders, and the figures of the report; with ``rag`` (the part fitted
+    on RAGChecker, :func:`rag_part`), of the model as shipped: PandaLM part fitted on the training folds, the
+    RAGChecker part (length, detail; the reference features drop out here) as it is."""
     y = np.array([{"A": 1, "B": -1, "tie": 0}[r.label] for r in rows])
     x, sim = design([r.pair for r in rows])
     sims = np.array([r.swapped.similarity for r in rows])
@@ -209,7 +228,8 @@ def evaluate(rows: Sequence[Row], folds: int, seed: int, start: float) -> dict[s
     order = np.random.default_rng(seed).permutation(len(rows))
     for fold in np.array_split(order, folds):
         train = np.setdiff1d(order, fold)
-        model = PairwiseModel.from_dict(model_dict(fit(x[train], y[train], sim[train], start)))
+        fold_model = model_dict(fit(x[train], y[train], sim[train], start))
+        model = PairwiseModel.from_dict(with_rag(fold_model, rag) if rag is not None else fold_model)
         for i in fold:
             pred[i] = model.decide(model.score(rows[i].pair.a, rows[i].pair.b), float(sim[i]))
             pred_swapped[i] = model.decide(model.score(rows[i].swapped.a, rows[i].swapped.b), float(sims[i]))
@@ -408,39 +428,71 @@ def fit_rag(rows: Sequence[RagRow], base: PairwiseModel) -> dict[str, Any]:
     }
 
 
-def calibrate_bands(rows: Sequence[RagRow], model_json: dict[str, Any]) -> dict[str, float]:
-    """The explicit tie bands (``|score| < band`` is a tie), without and with the reference: on ``rows``, the
-    band that gets the most labels right (3-way), from 0 up to the 60th percentile of ``|score|``."""
+def calibrate_ties(rows: Sequence[RagRow], model_json: dict[str, Any]) -> dict[str, float | None]:
+    """The explicit tie rules, without and with the reference: a similarity cut (``same_from``: answers at least
+    this similar are a tie) and a band (``|score| < band`` is a tie). On ``rows``, the pair of settings that
+    gets the most decided pairs right (a tie said on one counts as wrong; 3-way accuracy breaks ties between
+    settings) among those whose ties are right at least MIN_TIE_PRECISION of the time."""
     model = PairwiseModel.from_dict(model_json)
     gold = [r.label for r in rows]
-    out = {}
-    for key, referenced in (("band", False), ("band_reference", True)):
+    decided = [i for i, g in enumerate(gold) if g != "tie"]
+    out: dict[str, float | None] = {}
+    for suffix, referenced in (("", False), ("_reference", True)):
         pairs = [r.referenced if referenced else r.plain for r in rows]
         scores = [model.score(p.a, p.b) for p in pairs]
-        candidates = [0.0, *np.quantile(np.abs(scores), np.linspace(0.02, 0.6, 30))]
-        best, best_hits = 0.0, -1
-        for band in candidates:
-            trial = PairwiseModel.from_dict(_with_bands(model_json, {key: float(band)}))
-            hits = sum(
-                trial.decide(s, p.similarity, referenced) == g
-                for s, p, g in zip(scores, pairs, gold, strict=True)
-            )
-            if hits > best_hits:
-                best, best_hits = float(band), hits
-        out[key] = round(best, 6)
+        bands = [0.0, *np.quantile(np.abs(scores), np.linspace(0.02, 0.4, 20))]
+        best: tuple[float, float] = (-1.0, -1.0)
+        for same in (None, *SAME_CUTS):
+            for band in bands:
+                trial = PairwiseModel.from_dict(
+                    _with_bands(model_json, {"band" + suffix: float(band), "same_from" + suffix: same})
+                )
+                pred = [
+                    trial.decide(sc, p.similarity, referenced) for sc, p in zip(scores, pairs, strict=True)
+                ]
+                said = [i for i, q in enumerate(pred) if q == "tie"]
+                if said and sum(gold[i] == "tie" for i in said) < MIN_TIE_PRECISION * len(said):
+                    continue
+                key = (
+                    sum(pred[i] == gold[i] for i in decided) / len(decided),
+                    sum(q == g for q, g in zip(pred, gold, strict=True)) / len(gold),
+                )
+                if key > best:
+                    best = key
+                    out["band" + suffix], out["same_from" + suffix] = round(float(band), 6), same
     return out
 
 
-def _with_bands(model_json: dict[str, Any], bands: dict[str, float]) -> dict[str, Any]:
+def _with_bands(model_json: dict[str, Any], bands: dict[str, float | None]) -> dict[str, Any]:
     out: dict[str, Any] = json.loads(json.dumps(model_json))
     out["tie"].update(bands)
     return out
 
 
+def choose_length_weight(rows: Sequence[RagRow], model_json: dict[str, Any]) -> float:
+    """The weight in LENGTH_WEIGHTS whose lean without the reference gets most decided pairs of ``rows`` right
+    (a tie goes to the smaller weight)."""
+    model = PairwiseModel.from_dict(model_json)
+    decided = [r for r in rows if r.label != "tie"]
+    scores = [
+        model.score(r.plain.a, r.plain.b) - model.contributions(r.plain.a, r.plain.b)["length"]
+        for r in decided
+    ]
+    gaps = [r.plain.a.length - r.plain.b.length for r in decided]
+    hits = {
+        w: sum(_closer(s + w * g, 0.0) == r.label for s, g, r in zip(scores, gaps, decided, strict=True))
+        for w in LENGTH_WEIGHTS
+    }
+    return max(LENGTH_WEIGHTS, key=lambda w: (hits[w], -w))
+
+
 def fit_rag_all(rows: Sequence[RagRow], base_dict: dict[str, Any]) -> dict[str, Any]:
-    """:func:`fit_rag`, then the tie bands calibrated on the same rows."""
+    """:func:`fit_rag`, the ordinal tie band with a reference switched off (NO_ORDINAL_TIE), then the explicit
+    tie rules calibrated on the same rows."""
     rag = fit_rag(rows, PairwiseModel.from_dict(base_dict))
-    rag["bands"] = calibrate_bands(rows, with_rag(base_dict, rag))
+    rag["tie_reference"], rag["tie_similar_reference"] = NO_ORDINAL_TIE, 0.0
+    rag["weights"]["length"] = choose_length_weight(rows, with_rag(base_dict, rag))
+    rag["bands"] = calibrate_ties(rows, with_rag(base_dict, rag))
     return rag
 
 
@@ -469,7 +521,14 @@ def base_part(data: dict[str, Any]) -> dict[str, Any]:
     for name in (*RAG_FITTED, *NOT_ON_PANDALM):
         if name not in REFERENCE_PRIORS:
             out["weights"].pop(name, None)
-    for key in ("reference", "similar_reference", "band", "band_reference"):
+    for key in (
+        "reference",
+        "similar_reference",
+        "band",
+        "band_reference",
+        "same_from",
+        "same_from_reference",
+    ):
         out["tie"].pop(key, None)
     out.pop("reference_features", None)
     out.pop("reference_scale", None)
@@ -485,7 +544,11 @@ def rag_part(data: dict[str, Any]) -> dict[str, Any] | None:
         "reference_scale": data.get("reference_scale", 1.0),
         "tie_reference": data["tie"]["reference"],
         "tie_similar_reference": data["tie"].get("similar_reference", data["tie"]["similar"]),
-        "bands": {k: data["tie"][k] for k in ("band", "band_reference") if k in data["tie"]},
+        "bands": {
+            k: data["tie"][k]
+            for k in ("band", "band_reference", "same_from", "same_from_reference")
+            if k in data["tie"]
+        },
     }
 
 
@@ -504,12 +567,22 @@ def rag_evaluate(rows: Sequence[RagRow], base_dict: dict[str, Any], folds: int, 
     by_index: dict[int, tuple[Winner, Winner, Winner, Winner]] = {}
     closer_fscore: dict[int, Winner] = {}
     betas = []
+    ties: list[dict[str, float | None]] = []
     for f in range(folds):
         beta = choose_beta([r for r in rows if fold_of[r.group] != f])
         betas.append(beta)
         fold_rows = [with_beta(r, beta) for r in rows]
         train = [r for r in fold_rows if fold_of[r.group] != f]
         model = PairwiseModel.from_dict(with_rag(base_dict, fit_rag_all(train, base_dict)))
+        ties.append(
+            {
+                "same_from": model.same_from,
+                "band": round(model.band, 3),
+                "same_from_reference": model.same_from_reference,
+                "length": model.weights[model.features.index("length")],
+                "band_reference": round(model.tie_band(True), 3),
+            }
+        )
         for i, r in enumerate(fold_rows):
             if fold_of[r.group] != f:
                 continue
@@ -541,6 +614,7 @@ def rag_evaluate(rows: Sequence[RagRow], base_dict: dict[str, Any], folds: int, 
     out: dict[str, Any] = {"n": len(rows), "folds": folds, "labels": {lab: gold.count(lab) for lab in LABELS}}
     out["decided_n"] = len(decided)
     out["betas"] = betas
+    out["ties_chosen"] = ties
     out["beta_all_rows"] = choose_beta(rows)
     for name, p in methods.items():
         true_ties = [i for i, g in enumerate(gold) if g == "tie"]
@@ -619,6 +693,13 @@ def rag_report(m: dict[str, Any], seconds: float) -> str:
         f"both decided {h['agreement_both_decided']:.3f}, one said tie: the other agreed {h['tie_agreement']:.3f}",
         f"beta of ref_fscore chosen on each fold's training rows: {m['betas']}; on all rows: "
         f"{m['beta_all_rows']} (shipped: {REFERENCE_BETA})",
+        "tie rules chosen on each fold's training rows (same_from: answers at least this similar tie; band: "
+        "|score| below it ties): "
+        + "; ".join(
+            f"{t['same_from']}/{t['band']} ref {t['same_from_reference']}/{t['band_reference']}"
+            for t in m["ties_chosen"]
+        ),
+        f"length weight chosen on each fold's training rows: {[t['length'] for t in m['ties_chosen']]}",
     ]
     return "\n".join(lines)
 
@@ -647,6 +728,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "reference part; each keeps the other's part of --model-out)",
     )
     parser.add_argument("--model-out", type=Path, default=DEFAULT_MODEL_PATH)
+    parser.add_argument(
+        "--base-only",
+        action="store_true",
+        help="PandaLM: measure the PandaLM-fitted part alone, without the RAGChecker part of --model-out "
+        "(length, detail)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the metrics here")
     args = parser.parse_args(argv)
     data_path = args.data or (RAGCHECKER if args.ragchecker else DATA)
@@ -671,7 +758,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             _write(args.model_out, data)
     else:
         rows = measure(load_rows(data_path, args.limit))
-        metrics = evaluate(rows, args.folds, args.seed, args.similar_from)
+        shipped_rag = rag_part(current) if current is not None and not args.base_only else None
+        metrics = evaluate(rows, args.folds, args.seed, args.similar_from, shipped_rag)
         print(report(metrics, time.perf_counter() - started))
         if args.write:
             y = np.array([{"A": 1, "B": -1, "tie": 0}[r.label] for r in rows])

@@ -14,7 +14,7 @@ from ragreplay.core.regset import Candidate, SetItem
 from ragreplay.core.types import Answer, Case, Fit, Judgment
 from ragreplay.gate.job import GateSides, judge_item
 from ragreplay.judges.local_pairwise import LocalPairwiseJudge, PairwiseModel, load_model
-from ragreplay.judges.local_pairwise_signals import SideSignals, names, token_fscore
+from ragreplay.judges.local_pairwise_signals import SideSignals, length, names, token_fscore
 from ragreplay.judges.position import judge_pair
 from ragreplay.judges.signals import token_f1
 
@@ -68,7 +68,7 @@ async def test_weak_signals_give_a_tie(judge: LocalPairwiseJudge) -> None:
 def test_the_tie_band_is_calibrated_separately_with_a_reference() -> None:
     model, _ = load_model()
     assert model.tie_reference is not None and "ref_fscore" in model.reference_features
-    # calibrated on RAGChecker (0 there: the ordinal band's ties for near-identical answers were enough)
+    # calibrated on RAGChecker (0 there: ties with a reference come from the similarity cut)
     assert model.band_reference is not None and model.band_reference >= 0.0
     band = 0.3
     model = PairwiseModel(**{**model.__dict__, "band_reference": band})
@@ -223,3 +223,57 @@ def test_the_llm_pairwise_prompt_shows_the_reference() -> None:
     shown = llm.request(QUESTION, a, b, REFERENCE).messages[-1].content
     assert REFERENCE_NOTE in shown and "<reference>" in shown and REFERENCE in shown
     assert "<reference>" not in llm.request(QUESTION, a, b).messages[-1].content
+
+
+def test_with_a_reference_a_small_closeness_gap_decides_and_near_identical_answers_tie() -> None:
+    # the ordinal tie band with a reference is off (it tied pairs the annotators decided); ties come from a
+    # similarity cut tuned on RAGChecker's training folds
+    model, _ = load_model()
+    weight = model.weights[model.features.index("ref_fscore")]
+    small = weight * 0.03  # three points of F-score apart
+    same = model.same_cut(referenced=True)
+    assert same is not None and 0.9 <= same < 1.0
+    for similarity in (0.5, same - 0.05):  # similar answers below the cut (the old band widened there)
+        assert model.decide(small, similarity, referenced=True) == "A"
+        assert model.decide(-small, similarity, referenced=True) == "B"
+    assert model.decide(10 * small, same, referenced=True) == "tie"
+    assert model.decide(10 * small, same - 0.05, referenced=True) == "A"
+
+
+def test_near_identical_answers_are_separated_by_their_chunks_only() -> None:
+    model, _ = load_model()
+    same = model.same_cut(referenced=True)
+    assert same is not None
+    # the text says A; the chunks (grounding, recency) say B: for answers that say the same, the chunks decide
+    assert model.decide(5.0, same, referenced=True, chunk_score=-2.0) == "B"
+    assert model.decide(-5.0, same, referenced=True, chunk_score=2.0) == "A"
+    assert model.decide(5.0, same, referenced=True, chunk_score=0.0) == "tie"
+    # below the cut the whole score decides
+    assert model.decide(5.0, same - 0.05, referenced=True, chunk_score=-2.0) == "A"
+
+
+async def test_without_chunks_or_a_reference_the_fuller_answer_wins(judge: LocalPairwiseJudge) -> None:
+    # RAG annotators reward complete answers: "the longer answer wins" is the best answer-only signal on
+    # RAGChecker, and the judge now weighs length (log scale, saturating) by a weight chosen there
+    brief = PairwiseSide(
+        answer="Staff on a full-time contract receive 25 days of paid leave every calendar year."
+    )
+    full = PairwiseSide(
+        answer="Staff on a full-time contract receive 25 days of paid leave every calendar year. Part-time staff "
+        "receive a pro-rated number of days based on their contract hours, and up to five unused days carry "
+        "over to the next year when a manager approves it before December."
+    )
+    ab = await judge.judge(QUESTION, brief, full)
+    ba = await judge.judge(QUESTION, full, brief)
+    assert (ab.winner, ba.winner) == ("B", "A")
+    assert "longer answer" in ab.reason
+
+
+def test_the_length_signal_is_bounded_and_zero_for_a_refusal(judge: LocalPairwiseJudge) -> None:
+    refusal = (
+        "I'm sorry, but I cannot answer that question based on the provided documents, as they do not say."
+    )
+    pair = judge.signals(QUESTION, PairwiseSide(answer=refusal), PairwiseSide(answer="x " * 5000))
+    assert pair.a.refusal and pair.a.length == 0.0
+    assert pair.b.length == 1.0
+    assert 0.0 < length("25 days") < length("25 vacation days per calendar year") < 1.0

@@ -9,13 +9,19 @@ For each side the judge measures (:class:`SideSignals`):
 - directness: cosine of the question with the first sentence, a refusal, a hedge or filler in the opening,
   text copied from the question, repeated items and phrases, word variety;
 - coverage: share of the question's content terms the answer addresses, cosine of question and whole answer;
-- ``substance``: ``min(tokens, 10) / 10``, the only length signal: bounded, so it separates a non-answer from an
-  answer but never rewards a long answer over a ten-token one.
+- ``substance``: ``min(tokens, 10) / 10``: separates a non-answer from an answer;
+- ``length``: characters on a log scale, saturating at 3,000 (0 for a refusal): a completeness proxy, fitted on
+  RAG answers (RAGChecker), where "the longer answer wins" is the best signal read from the answers alone; with
+  a reference answer it counts for nothing (the answer-only features are scaled by ``reference_scale``, 0);
+- with a reference answer (a reviewed or gold answer): closeness to it (``ref_fscore``, a recall-weighted token
+  F-score) and amounts that contradict it (``ref_numbers``).
 
 The winner comes from an ordinal logistic model over the *differences* of the side features, with no intercept
 (``s = w . (f(A) - f(B))``) and a symmetric tie band whose width grows when the two answers are nearly the same
 text: ``P(A) = sigmoid(s - t)``, ``P(B) = sigmoid(-s - t)``, ``t = exp(t0 + v * similar)``; the most probable
-outcome wins. Swapping A and B negates ``s`` and leaves ``t``, so the verdict swaps exactly. The weights, the
+outcome wins. With a reference answer that band is off (the closeness signal decides) and answers at least
+``same_from_reference`` similar tie unless their chunks separate them.
+Swapping A and B negates ``s`` and leaves ``t``, so the verdict swaps exactly. The weights, the
 thresholds and the axis cut points ship in ``local_pairwise_model.json`` (written by
 ``benchmarks/pairwise_local_judge.py``); see docs/local_judges.md for how they were fitted and what they reach.
 """
@@ -87,8 +93,12 @@ FEATURE_LABELS: dict[str, str] = {
     "ref_recall": "more of the reference answer's terms",
     "ref_numbers": "numbers that agree with the reference answer",
     "detail": "more distinct content",
+    "length": "text (a fuller, longer answer)",
 }
 """What each feature means, for the reason line."""
+
+CHUNK_FEATURES = ("grounded", "recency")
+"""Features read from an answer's retrieved chunks: they still separate two answers that say the same."""
 
 
 class NamedEncoder(Protocol):
@@ -131,6 +141,10 @@ class PairwiseModel:
     """An explicit tie band: ``|score| < band`` is a tie (the signals are weak), calibrated so that predicted ties
     fall where annotators tie; ``band_reference`` with a reference answer."""
     band_reference: float | None = None
+    same_from: float | None = None
+    """Answers at least this similar (cosine) are a tie whatever the score (``None``: no such rule);
+    ``same_from_reference`` with a reference answer. Tuned on RAGChecker's training folds."""
+    same_from_reference: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<model>") -> PairwiseModel:
@@ -152,6 +166,9 @@ class PairwiseModel:
             tie_similar_reference = float(similar_reference) if similar_reference is not None else None
             band = float(tie.get("band", 0.0))
             band_reference = float(tie["band_reference"]) if tie.get("band_reference") is not None else None
+            same_from = float(tie["same_from"]) if tie.get("same_from") is not None else None
+            same_ref = tie.get("same_from_reference")
+            same_from_reference = float(same_ref) if same_ref is not None else None
             settings = {"thresholds": dict(data["thresholds"]), "axes": dict(data["axes"])}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(
@@ -179,6 +196,8 @@ class PairwiseModel:
             tie_similar_reference,
             band,
             band_reference,
+            same_from,
+            same_from_reference,
         )
 
     def contributions(self, a: SideSignals, b: SideSignals) -> dict[str, float]:
@@ -212,20 +231,38 @@ class PairwiseModel:
             return self.band_reference
         return self.band
 
+    def same_cut(self, referenced: bool = False) -> float | None:
+        """The similarity from which two answers are a tie (``None``: no such cut)."""
+        return self.same_from_reference if referenced else self.same_from
+
     def probabilities(self, score: float, similarity: float, referenced: bool = False) -> dict[Winner, float]:
         """P(A), P(tie), P(B) under the ordinal model."""
         t = self.tie_width(similarity, referenced)
         p_a, p_b = _sigmoid(score - t), _sigmoid(-score - t)
         return {"A": p_a, "tie": max(0.0, 1.0 - p_a - p_b), "B": p_b}
 
-    def decide(self, score: float, similarity: float, referenced: bool = False) -> Winner:
+    def decide(
+        self, score: float, similarity: float, referenced: bool = False, chunk_score: float = 0.0
+    ) -> Winner:
         """The most probable outcome; a tie when the tie band is at least as likely as either side (the score is
         inside the band, ``|score| < t`` roughly: the signals are weak), or when ``score`` is exactly 0 (the two
-        sides are then equally likely, and neither order may be favoured)."""
+        sides are then equally likely, and neither order may be favoured). Answers at least :meth:`same_cut`
+        similar say the same: only ``chunk_score`` (the part of the score read from their chunks, grounding and
+        recency) may then separate them, and without it they tie."""
+        same = self.same_cut(referenced)
+        if same is not None and similarity >= same:
+            if chunk_score == 0.0:
+                return "tie"
+            score = chunk_score
         p = self.probabilities(score, similarity, referenced)
         if p["tie"] >= max(p["A"], p["B"]) or abs(score) < self.tie_band(referenced) or score == 0.0:
             return "tie"
         return "A" if score > 0 else "B"
+
+    def chunk_score(self, a: SideSignals, b: SideSignals) -> float:
+        """The part of :meth:`score` read from the sides' chunks (CHUNK_FEATURES)."""
+        contrib = self.contributions(a, b)
+        return math.fsum(contrib.get(n, 0.0) for n in CHUNK_FEATURES)
 
 
 def _referenced(a: SideSignals, b: SideSignals) -> bool:
@@ -301,7 +338,8 @@ class MemoEncoder:
 def explain(model: PairwiseModel, winner: Winner, pair: PairSignals, score: float) -> str:
     """One line naming the two features that moved the verdict most (or why it is a tie)."""
     if winner == "tie":
-        if pair.similarity >= model.similar_from:
+        same = model.same_cut(_referenced(pair.a, pair.b))
+        if pair.similarity >= model.similar_from or (same is not None and pair.similarity >= same):
             return f"tie: the answers say nearly the same (cosine {pair.similarity:.2f})"
         return f"tie: no signal separates the answers clearly (score {score:+.2f})"
     sign = 1.0 if winner == "A" else -1.0
@@ -362,7 +400,8 @@ class LocalPairwiseJudge:
         """The judgment for already computed signals (judged against a reference when they hold one)."""
         referenced = _referenced(pair.a, pair.b)
         score = self.model.score(pair.a, pair.b)
-        winner = self.model.decide(score, pair.similarity, referenced)
+        chunk = self.model.chunk_score(pair.a, pair.b)
+        winner = self.model.decide(score, pair.similarity, referenced, chunk)
         probabilities = self.model.probabilities(score, pair.similarity, referenced)
         raw = {
             "reference": referenced,
