@@ -10,7 +10,10 @@ G-Eval's evaluation steps generated from the criteria). ``evaluate`` runs them t
 errors ignored so that a failed row is counted, not fatal; DeepEval's own retries (2 attempts a call, its
 default). The judge is ``OpenAIModel("gpt-4o-mini")``, its OpenAI client pointed at the mock by
 ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; telemetry off (``DEEPEVAL_TELEMETRY_OPT_OUT``), no cache, nothing
-printed. It runs in a temporary directory, so DeepEval's ``.deepeval`` files stay out of the checkout.
+printed. It runs in a temporary directory, so DeepEval's ``.deepeval`` files stay out of the checkout. DeepEval's
+timeouts stay at their defaults (a test case 180 s, and the whole ``gather`` of test cases about 207 s, after
+which the cases not done are cancelled: rows lost on a slow or loaded machine); ``DEEPEVAL_DISABLE_TIMEOUTS=1``
+in the environment turns them off.
 
 Prints one JSON line: rows, rows with both scores, the mean scores, wall and process CPU seconds of the
 evaluation, DeepEval's version and its metric errors by exception (``metric_errors``).
@@ -96,6 +99,8 @@ def main(argv: list[str]) -> None:
     errors: dict[str, int] = {}
     for test in result.test_results:
         row: dict[str, float] = {}
+        if not test.metrics_data:  # its task cancelled by DeepEval's gather timeout before any metric ended
+            errors["no metric data"] = errors.get("no metric data", 0) + 1
         for data in test.metrics_data or []:
             if data.error is None and data.score is not None:
                 row[data.name] = float(data.score)
