@@ -1,6 +1,7 @@
 """A tiny OpenAI-compatible chat server with a fixed latency, for benchmarks and integration tests.
 
-``POST /v1/chat/completions`` answers after ``--latency-ms`` with a deterministic reply: a FIT verdict when
+``POST /v1/chat/completions`` answers ``--latency-ms`` after the request arrived (its own work of reading the
+request and making the reply inside that time, not added to it) with a deterministic reply: a FIT verdict when
 the prompt mentions "verdict", a standalone rewrite when it mentions "standalone", otherwise a short answer.
 ``GET /stats`` counts requests; ``POST /reset`` zeroes the counters. The first ``--fail-first`` requests can
 be answered with 429 (with ``Retry-After``) or 500, and ``--api-key`` makes every other key a 401.
@@ -402,7 +403,15 @@ def create_app(options: MockOptions, stats: MockStats) -> ASGIApp:
     def _client(request: Request) -> str:
         return request.headers.get("user-agent", "-").split("/", 1)[0].strip() or "-"
 
+    async def _rest_of_latency(arrived: float) -> None:
+        """Wait out what is left of the latency since the request arrived: the mock's own work (reading the
+        body, making the reply) happens inside the latency, as an endpoint's does, not on top of it."""
+        left = options.latency_ms / 1000.0 - (time.monotonic() - arrived)
+        if left > 0:
+            await asyncio.sleep(left)
+
     async def _complete(request: Request, number: int) -> Response:
+        arrived = time.monotonic()
         try:
             body = await request.json()
             messages = list(body["messages"])
@@ -416,14 +425,12 @@ def create_app(options: MockOptions, stats: MockStats) -> ASGIApp:
             return refused
         if (body.get("response_format") or {}).get("type") == "json_object":
             stats.json_mode += 1
-        if options.latency_ms > 0:
-            await asyncio.sleep(options.latency_ms / 1000.0)
         content = reply_for(messages)
         prompt_tokens = sum(word_count(str(m.get("content", ""))) for m in messages)
         completion_tokens = len(content.split())
         stats.completions += 1
         stats.count(_client(request), prompt_kind(messages), prompt_tokens, completion_tokens)
-        return JSONResponse(
+        response = JSONResponse(
             headers=admitted,
             content={
                 "id": f"chatcmpl-mock-{number}",
@@ -444,8 +451,11 @@ def create_app(options: MockOptions, stats: MockStats) -> ASGIApp:
                 },
             },
         )
+        await _rest_of_latency(arrived)
+        return response
 
     async def _embed(request: Request, number: int) -> Response:
+        arrived = time.monotonic()
         try:
             body = await request.json()
             raw = body["input"]
@@ -458,8 +468,6 @@ def create_app(options: MockOptions, stats: MockStats) -> ASGIApp:
         refused, admitted = _admit(request, number)
         if refused is not None:
             return refused
-        if options.latency_ms > 0:
-            await asyncio.sleep(options.latency_ms / 1000.0)
         words = sum(len(text.split()) for text in texts)
         stats.embeddings += 1
         stats.count(_client(request), "embeddings", words)
@@ -470,7 +478,7 @@ def create_app(options: MockOptions, stats: MockStats) -> ASGIApp:
             if body.get("encoding_format") == "base64":
                 encoded = base64.b64encode(pack(f"<{len(vector)}f", *vector)).decode()
             data.append({"object": "embedding", "index": index, "embedding": encoded})
-        return JSONResponse(
+        response = JSONResponse(
             headers=admitted,
             content={
                 "object": "list",
@@ -479,6 +487,8 @@ def create_app(options: MockOptions, stats: MockStats) -> ASGIApp:
                 "usage": {"prompt_tokens": words, "total_tokens": words},
             },
         )
+        await _rest_of_latency(arrived)
+        return response
 
     async def get_stats(request: Request) -> Response:
         return JSONResponse(asdict(stats))

@@ -162,10 +162,13 @@ class EvalJob:
                 update = {"target_answer": answer, "error": f"target: {answer.error}"}
                 return await self._save(failed.model_copy(update=update))
             row = answered_row(row, answer)
+        # The row's own metrics before its judge call, not after: work done between a reply and the save
+        # delays the loop's turn to the rows whose calls are waiting to be sent.
+        metrics = {**retrieval_scores(row), **lexical_scores(row)}
         judged, error = JudgedRow(), None
         if self.judge is not None:
             judged, error = await self._judge(self.judge, row)
-        metrics = {**retrieval_scores(row), **lexical_scores(row), **judged.metrics}
+            metrics.update(judged.metrics)
         scores = RowScores(
             row_id=row.id,
             tags=row.tags,
