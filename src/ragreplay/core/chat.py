@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragreplay.core.ids import CanonicalDict, canonical_json, json_string
+from ragreplay.core.memo import KeyMemo, ObjectMemo
 from ragreplay.core.rate_limits import RateLimitInfo
 from ragreplay.core.types import TokenUsage
 
@@ -102,34 +103,14 @@ class ChatRequest(BaseModel):
         return CanonicalDict.with_text(payload, text)
 
 
-_MEMO_SIZE = 64
-"""Distinct system prompts and response formats whose canonical JSON is kept (a handful in practice)."""
-_system_texts: dict[str, str] = {}
-_format_texts: dict[
-    int, tuple[ResponseFormat, str]
-] = {}  # by id; the format is held, so its id stays its own
+def _canonical_format(fmt: ResponseFormat) -> str:
+    return canonical_json(fmt.model_dump())
 
 
-def _system_text(content: str) -> str:
-    """The JSON string of a system message's text, encoded once per distinct text."""
-    text = _system_texts.get(content)
-    if text is None:
-        if len(_system_texts) >= _MEMO_SIZE:
-            _system_texts.clear()
-        text = _system_texts[content] = json_string(content)
-    return text
-
-
-def _format_text(fmt: ResponseFormat) -> str:
-    """The canonical JSON of ``fmt.model_dump()``, encoded once per format object (formats are frozen)."""
-    known = _format_texts.get(id(fmt))
-    if known is not None and known[0] is fmt:
-        return known[1]
-    if len(_format_texts) >= _MEMO_SIZE:
-        _format_texts.clear()
-    text = canonical_json(fmt.model_dump())
-    _format_texts[id(fmt)] = (fmt, text)
-    return text
+_system_text = KeyMemo(json_string)
+"""The JSON string of a system message's text, encoded once per distinct text."""
+_format_text = ObjectMemo(_canonical_format)
+"""The canonical JSON of ``fmt.model_dump()``, encoded once per format object (formats are frozen)."""
 
 
 class ChatResponse(BaseModel):

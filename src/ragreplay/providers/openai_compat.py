@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 from pydantic_core import from_json, to_json
 
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError, ResponseFormat
+from ragreplay.core.memo import KeyMemo, ObjectMemo
 from ragreplay.core.rate_limits import RateLimitInfo, read_rate_limit
 from ragreplay.core.types import TokenUsage
 from ragreplay.errors import ConfigError, import_extra
@@ -89,38 +90,22 @@ def _wanted_format(request: ChatRequest) -> int:
     return 0 if request.response_format is not None else 1 if request.json_mode else _NO_FORMAT
 
 
-_MEMO_SIZE = 64
-"""Distinct system prompts and response formats whose request JSON is kept (a handful in practice)."""
-_system_messages: dict[str, bytes] = {}
-_schema_formats: dict[
-    int, tuple[ResponseFormat, bytes]
-] = {}  # by id; the format is held, so its id stays its own
+def _encode_system_message(content: str) -> bytes:
+    return to_json({"role": "system", "content": content})
 
 
-def _system_message_json(content: str) -> bytes:
-    """A system message as sent (pydantic-core's JSON), encoded once per text."""
-    encoded = _system_messages.get(content)
-    if encoded is None:
-        if len(_system_messages) >= _MEMO_SIZE:
-            _system_messages.clear()
-        encoded = _system_messages[content] = to_json({"role": "system", "content": content})
-    return encoded
-
-
-def _schema_format_json(schema: ResponseFormat) -> bytes:
-    """The ``response_format`` member (with its leading comma) asking for ``schema``, encoded once per format."""
-    known = _schema_formats.get(id(schema))
-    if known is not None and known[0] is schema:
-        return known[1]
-    if len(_schema_formats) >= _MEMO_SIZE:
-        _schema_formats.clear()
+def _encode_schema_format(schema: ResponseFormat) -> bytes:
     member = {
         "type": "json_schema",
         "json_schema": {"name": schema.name, "schema": schema.json_schema, "strict": True},
     }
-    encoded = b',"response_format":%s' % to_json(member)
-    _schema_formats[id(schema)] = (schema, encoded)
-    return encoded
+    return b',"response_format":%s' % to_json(member)
+
+
+_system_message_json = KeyMemo(_encode_system_message)
+"""A system message as sent (pydantic-core's JSON), encoded once per text."""
+_schema_format_json = ObjectMemo(_encode_schema_format)
+"""The ``response_format`` member (with its leading comma) asking for a schema, encoded once per format."""
 
 
 class _FormatRefusedError(Exception):
