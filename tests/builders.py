@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from ragreplay.core.eval import EvalContext, EvalRow
 from ragreplay.core.runs import SourceRecord
 from ragreplay.core.shadow import ShadowAnswer, ShadowRow, new_row_id
 from ragreplay.core.types import Case, Conversation, Feedback, Message, RetrievedChunk, Role
@@ -95,3 +96,24 @@ def save_cases(store: Store, cases: list[Case], conversation_id: str = "c") -> l
     source = SourceRecord(id="s", path="x", format="canonical", ingested_at=datetime.now(UTC))
     store.cases.write_source(source, [(Conversation(id=conversation_id, messages=messages), cases, [])])
     return cases
+
+
+def make_eval_rows(n: int = 8) -> list[EvalRow]:
+    """``n`` eval rows of one shape: a reference on even rows, a context (with a judgment) on rows not divisible
+    by 3, tagged ``even`` / ``odd``; each answer has a claim its context holds and one it does not."""
+    out = []
+    for i in range(n):
+        out.append(
+            EvalRow(
+                id=f"q{i}",
+                question=f"How many leave days does team {i} get?",
+                answer=f"Team {i} gets {20 + i} leave days. Parking is free.",
+                reference=f"Team {i} gets {20 + i} leave days a year." if i % 2 == 0 else None,
+                contexts=(EvalContext(id=f"doc{i}#1", text=f"Team {i} gets {20 + i} leave days a year."),)
+                if i % 3
+                else (),
+                judgments={f"doc{i}#1": 1} if i % 3 else None,
+                tags=("even",) if i % 2 == 0 else ("odd",),
+            )
+        )
+    return out

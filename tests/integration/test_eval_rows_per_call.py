@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import make_eval_rows
 from ragreplay.cli.app import main
 from ragreplay.core.chat import ChatRequest, ChatResponse, ProviderError
 from ragreplay.core.eval import EvalContext, EvalRow
@@ -28,20 +29,7 @@ from ragreplay.store import Store
 
 
 def rows(n: int) -> list[EvalRow]:
-    """Rows with and without a reference and contexts, as the one-row eval tests use."""
-    out = []
-    for i in range(n):
-        context = (EvalContext(id=f"doc{i}#1", text=f"Team {i} gets {20 + i} leave days a year."),)
-        out.append(
-            EvalRow(
-                id=f"q{i}",
-                question=f"How many leave days does team {i} get?",
-                answer=f"Team {i} gets {20 + i} leave days. Parking is free.",
-                reference=f"Team {i} gets {20 + i} leave days a year." if i % 2 == 0 else None,
-                contexts=context if i % 3 else (),
-            )
-        )
-    return out
+    return make_eval_rows(n)
 
 
 def run(

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import make_eval_rows
 from ragreplay.core.chat import ProviderError
-from ragreplay.core.eval import EvalContext, EvalRow
+from ragreplay.core.eval import EvalRow
 from ragreplay.core.runs import RunStatus
 from ragreplay.evaluation.run import EvalReport, evaluate, evaluate_dataset, stored_rows
 from ragreplay.jobs.writer import StoreWriter
@@ -23,22 +24,7 @@ from ragreplay.store import Store
 
 
 def rows(n: int = 8) -> list[EvalRow]:
-    out = []
-    for i in range(n):
-        out.append(
-            EvalRow(
-                id=f"q{i}",
-                question=f"How many leave days does team {i} get?",
-                answer=f"Team {i} gets {20 + i} leave days. Parking is free.",
-                reference=f"Team {i} gets {20 + i} leave days a year." if i % 2 == 0 else None,
-                contexts=(EvalContext(id=f"doc{i}#1", text=f"Team {i} gets {20 + i} leave days a year."),)
-                if i % 3
-                else (),
-                judgments={f"doc{i}#1": 1} if i % 3 else None,
-                tags=("even",) if i % 2 == 0 else ("odd",),
-            )
-        )
-    return out
+    return make_eval_rows(n)
 
 
 def calls(log: Path) -> list[str]:

@@ -17,8 +17,8 @@ import pytest
 
 from builders import make_case, make_history
 from gullible import gullible_model, normalise, split_fences
-from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.core.eval import EvalContext, EvalRow
+from ragreplay.core.pairwise import PairwiseSide
 from ragreplay.core.types import Answer, RetrievedChunk
 from ragreplay.judges import fit, pairwise
 from ragreplay.judges.fit import FIT_SYSTEM_PROMPT, FIT_USER_TEMPLATE, FitJudge
