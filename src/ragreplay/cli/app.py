@@ -175,7 +175,8 @@ COMMANDS = (
             "Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and "
             "LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per "
             "row); with --rubric, every criterion of the rubric graded 1-5 (one more call per row); with --repeats "
-            "N, all of it N times, and the run-to-run variance."
+            "N, all of it N times, and the run-to-run variance; with --rows-per-call N, the claims checks of up "
+            "to N rows share a call."
         ),
     ),
     LazyCommand(
