@@ -9,7 +9,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator
@@ -537,12 +536,17 @@ def test_cli_refuses_a_port_in_use_and_a_bad_store(
     assert main(["shadow", "dashboard", "--db", store_url, "--port", "0"]) == 2  # typer: out of range
 
 
-def test_the_overview_is_reused_for_cache_s_seconds(seeded: Store, store_url: str) -> None:
+def test_the_overview_is_reused_for_cache_s_seconds(
+    seeded: Store, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]  # a clock the test moves, so a slow machine cannot age the kept overview
+    monkeypatch.setattr("ragreplay.web.app.overview_clock", lambda: clock[0])
+
     def judged(client: TestClient, since: str = "7d") -> int:
         return int(twin(client, f"/index.json?since={since}")["judged"])
 
     with (
-        TestClient(create_app(store_url, cache_s=0.5)) as cached,
+        TestClient(create_app(store_url, cache_s=30)) as cached,
         TestClient(create_app(store_url, cache_s=0)) as live,
     ):
         before = judged(cached)
@@ -557,7 +561,9 @@ def test_the_overview_is_reused_for_cache_s_seconds(seeded: Store, store_url: st
         assert judged(live) == before + 1
         assert judged(cached) == before  # within cache_s: the kept overview
         assert twin(cached, "/rows.json?limit=1")["rows"][0]["id"] == "later"  # lists are always fresh
-        time.sleep(0.6)
+        clock[0] += 29.9
+        assert judged(cached) == before
+        clock[0] += 0.2
         assert judged(cached) == before + 1
 
 

@@ -82,6 +82,11 @@ def environment() -> Environment:
     return env
 
 
+def overview_clock() -> float:
+    """The clock that ages kept overviews (a module function so that tests can move it on)."""
+    return time.monotonic()
+
+
 class RecentOverviews:
     """The overview of each recently asked window, reused for ``ttl_s`` seconds: its summary reads every judged
     row of the window, which takes seconds on a busy week, and a dashboard is reloaded often."""
@@ -98,12 +103,12 @@ class RecentOverviews:
             return build()
         with self._lock:
             found = self._kept.get(key)
-            if found is not None and time.monotonic() - found[0] < self.ttl_s:
+            if found is not None and overview_clock() - found[0] < self.ttl_s:
                 self._kept.move_to_end(key)
                 return found[1]
         data = build()
         with self._lock:
-            self._kept[key] = (time.monotonic(), data)
+            self._kept[key] = (overview_clock(), data)
             self._kept.move_to_end(key)
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
