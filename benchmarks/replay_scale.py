@@ -193,10 +193,11 @@ def profile_groups(stats: pstats.Stats) -> dict[str, float]:
     return groups
 
 
-def profile(n_cases: int, concurrency: int, top: int) -> None:
-    """One cold run against the mock at 0 ms under cProfile: the event loop's thread profiled with its own CPU
-    clock (``time.thread_time``), the writer's thread with its own, so the split adds up to process CPU."""
-    base_url, mock = start_mock(0)
+def profile(n_cases: int, concurrency: int, top: int, latency_ms: float = 0.0) -> None:
+    """One cold run against the mock (at 0 ms unless ``latency_ms``) under cProfile: the event loop's thread
+    profiled with its own CPU clock (``time.thread_time``), the writer's thread with its own, so the split adds
+    up to process CPU."""
+    base_url, mock = start_mock(latency_ms)
     writer_profile = cProfile.Profile(time.thread_time)
     apply_batch = Store.write_batch
 
@@ -349,6 +350,7 @@ def main() -> None:
     p_prof.add_argument("--cases", type=int, default=2000)
     p_prof.add_argument("--concurrency", type=int, default=64)
     p_prof.add_argument("--top", type=int, default=0, help="also print the top N functions of each thread")
+    p_prof.add_argument("--latency-ms", type=float, default=0.0, help="the mock's latency (default 0)")
     p_start = sub.add_parser("startup")
     p_start.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -359,7 +361,7 @@ def main() -> None:
     elif args.what == "memory":
         memory(args.cases)
     elif args.what == "profile":
-        profile(args.cases, args.concurrency, args.top)
+        profile(args.cases, args.concurrency, args.top, args.latency_ms)
     elif args.what == "memory-child":
         memory_child(args.db)
     else:

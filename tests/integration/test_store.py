@@ -220,8 +220,12 @@ def test_a_longer_export_of_a_conversation_replaces_it(store: Store) -> None:
     assert [c.turn_index for c in store.cases.iter_cases(source_ids=["src_two"])] == [3, 5]
 
 
-def test_iter_cases_orders_and_filters(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cases_module, "BATCH_SIZE", 2)  # page through several reads
+@pytest.mark.parametrize(("first_page", "batch_size"), [(64, 2), (1, 4)])
+def test_iter_cases_orders_and_filters(
+    store: Store, monkeypatch: pytest.MonkeyPatch, first_page: int, batch_size: int
+) -> None:
+    monkeypatch.setattr(cases_module, "BATCH_SIZE", batch_size)  # page through several reads
+    monkeypatch.setattr(cases_module, "FIRST_PAGE", first_page)  # (1, 4): pages of 1, 2, 4, 4 cases
     store.cases.write_source(
         source("src_one"), [conversation("cb", 3, {"dept": "hr"}), conversation("ca", 2)]
     )

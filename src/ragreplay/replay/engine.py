@@ -20,7 +20,9 @@ from ragreplay.jobs.runner import JobPlan, Progress, ProgressCallback, run_job
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, RunStore, Target
 
 _PAGE = 500
-"""Cases read (and their pinned rewrites looked up) at a time."""
+"""Cases read (and their pinned rewrites looked up) at a time, once the first pages are read."""
+_FIRST_PAGE = 64
+"""The first page's cases: a small one, so the first requests go out at once; pages double up to ``_PAGE``."""
 
 
 @dataclass
@@ -69,13 +71,15 @@ class Replayer:
                 self.count(state, result)
             else:
                 started[result.case_id] = result
-        return JobPlan(todo=self._todo(run_id, cases, done, started), progress=state)
+        return JobPlan(todo=self._todo(run_id, cases, done, started), progress=state, read_ahead=True)
 
     def _todo(
         self, run_id: str, cases: Iterable[Case], done: set[str], started: dict[str, ResultRecord]
     ) -> Iterator[tuple[Case, ResultRecord]]:
         left = (c for c in cases if c.id not in done)
-        while page := list(islice(left, _PAGE)):
+        size = _FIRST_PAGE
+        while page := list(islice(left, size)):
+            size = min(2 * size, _PAGE)
             todo = [(c, started.get(c.id) or ResultRecord(run_id=run_id, case_id=c.id)) for c in page]
             if self._rewriter_key is not None:
                 follow_ups = [c.id for c, r in todo if c.history and r.rewrite is None]

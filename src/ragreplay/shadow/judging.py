@@ -174,7 +174,9 @@ async def judge_shadow(
     that could not be because a side failed."""
     rows = store.shadow_rows.iter_shadow_rows(since=since, unjudged_only=True, limit=limit)
     total = store.shadow_judgments.count_unjudged_shadow_rows(since)
-    plan = JobPlan(todo=rows, progress=Progress(total=total if limit is None else min(total, limit)))
+    plan = JobPlan(
+        todo=rows, progress=Progress(total=total if limit is None else min(total, limit)), read_ahead=True
+    )
     return await run_job(ShadowJudgingJob(judges, writer, on_row), plan, concurrency)
 
 

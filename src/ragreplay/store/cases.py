@@ -190,12 +190,14 @@ class CasesRepository(StoreBase):
         that first ingested them) and only those whose tags include every ``tags`` item.
 
         Reads page by page, each page in its own short transaction, so no connection is held between pages.
+        Pages start small and double up to ``BATCH_SIZE``, so the first cases come at once.
         """
         order = (cases.c.conversation_id, cases.c.turn_index, cases.c.id)
         after: tuple[Any, ...] | None = None
         parsed: dict[str, tuple[Message, ...]] = {}
+        size = min(FIRST_PAGE, BATCH_SIZE)
         while True:
-            query = select(*order, *_CASE_COLUMNS).order_by(*order).limit(BATCH_SIZE)
+            query = select(*order, *_CASE_COLUMNS).order_by(*order).limit(size)
             if source_ids is not None:
                 query = query.where(cases.c.source_id.in_(list(source_ids)))
             if after is not None:
@@ -209,9 +211,10 @@ class CasesRepository(StoreBase):
             for case in found:
                 if not tags or all(case.tags.get(k) == v for k, v in tags.items()):
                     yield case
-            if len(rows) < BATCH_SIZE:
+            if len(rows) < size:
                 return
             after = tuple(rows[-1][:3])
+            size = min(2 * size, BATCH_SIZE)
 
     def count_cases(self) -> int:
         """How many cases the store holds."""
@@ -247,6 +250,8 @@ class CasesRepository(StoreBase):
 
 
 _CASE_COLUMNS = (cases.c.data, cases.c.dialogue_id, cases.c.history_len)
+FIRST_PAGE = 64
+"""Cases on the first page :meth:`CasesRepository.iter_cases` reads."""
 
 
 def _cases_of(

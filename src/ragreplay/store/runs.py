@@ -34,19 +34,14 @@ class RunsRepository(StoreBase):
                 raise StoreError(f"A run with id {run.id!r} already exists in the store at {self.url}.")
             conn.execute(runs.insert(), [status_config_row(run)])
             ids = list(dict.fromkeys(case_ids))
+            pending = self._insert_ignore(results, ["run_id", "case_id"])  # the run is new: nothing to ignore
+            status = ResultStatus.PENDING.value
             for start in range(0, len(ids), BATCH_SIZE):
-                conn.execute(
-                    results.insert(),
-                    [
-                        {
-                            "run_id": run.id,
-                            "case_id": cid,
-                            "status": ResultStatus.PENDING.value,
-                            "updated_at": now,
-                        }
-                        for cid in ids[start : start + BATCH_SIZE]
-                    ],
-                )
+                rows = [
+                    {"run_id": run.id, "case_id": cid, "status": status, "updated_at": now}
+                    for cid in ids[start : start + BATCH_SIZE]
+                ]
+                self._execute_rows(conn, pending, rows)
 
     def get_run(self, run_id_or_prefix: str) -> RunRecord | None:
         """The run with this id or unique id prefix; raises ``StoreError`` if the prefix is ambiguous."""
