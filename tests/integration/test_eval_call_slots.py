@@ -98,3 +98,58 @@ def test_lexical_backends_load_off_the_loop_before_the_first_call(
         assert loaded == [(loaded[0][0], 0)] and loaded[0][0] != threading.get_ident()
     else:
         assert loaded == []
+
+
+def test_a_rows_judge_call_is_out_while_its_own_metrics_are_computed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeChatModel()
+    events: list[str] = []
+
+    async def reply(request: ChatRequest) -> ChatResponse:
+        events.append("call")
+        await asyncio.sleep(CALL_S)
+        return await fake.complete(request)
+
+    lexical = eval_job.lexical_scores
+
+    def recorded(row: EvalRow, *args: object) -> object:
+        events.append("lexical")
+        return lexical(row, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(eval_job, "lexical_scores", recorded)
+
+    async def go() -> EvalReport:
+        async with StoreWriter(store) as writer:
+            return await evaluate(store, writer, rows(1, True), "d", ScriptedChatModel(reply), "fake:default")
+
+    report = asyncio.run(go())
+    assert report.summary.errors == 0 and "bleu" in report.rows[0].metrics
+    assert events == ["call", "lexical"]  # the request went first: the metrics ran while it was out
+
+
+def test_a_row_whose_metrics_fail_leaves_no_judge_call_behind(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cancelled: list[str] = []
+
+    async def reply(request: ChatRequest) -> ChatResponse:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append("judge")
+            raise
+        raise AssertionError("never answered")
+
+    def broken(row: EvalRow, *args: object) -> object:
+        raise RuntimeError("a metric failed")
+
+    monkeypatch.setattr(eval_job, "lexical_scores", broken)
+
+    async def go() -> None:
+        async with StoreWriter(store) as writer:
+            await evaluate(store, writer, rows(1, True), "d", ScriptedChatModel(reply), "fake:default")
+
+    with pytest.raises(RuntimeError, match="a metric failed"):
+        asyncio.run(asyncio.wait_for(go(), timeout=10))
+    assert cancelled == ["judge"]

@@ -162,12 +162,21 @@ class EvalJob:
                 update = {"target_answer": answer, "error": f"target: {answer.error}"}
                 return await self._save(failed.model_copy(update=update))
             row = answered_row(row, answer)
-        # The row's own metrics before its judge call, not after: work done between a reply and the save
-        # delays the loop's turn to the rows whose calls are waiting to be sent.
-        metrics = {**retrieval_scores(row), **lexical_scores(row)}
         judged, error = JudgedRow(), None
-        if self.judge is not None:
-            judged, error = await self._judge(self.judge, row)
+        if self.judge is None:
+            metrics = {**retrieval_scores(row), **lexical_scores(row)}
+        else:
+            # The row's own metrics while its judge call is out, not before it (the call would go later) nor
+            # after (work between a reply and the save delays the rows whose calls wait to be sent).
+            judging = asyncio.ensure_future(self._judge(self.judge, row))
+            try:
+                await asyncio.sleep(0)  # the judge's task takes its first step: the request is sent
+                metrics = {**retrieval_scores(row), **lexical_scores(row)}
+                judged, error = await judging
+            finally:
+                if not judging.done():  # cancelled, or the metrics raised: the call is not left behind
+                    judging.cancel()
+                    await asyncio.gather(judging, return_exceptions=True)
             metrics.update(judged.metrics)
         scores = RowScores(
             row_id=row.id,
