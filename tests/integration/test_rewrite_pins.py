@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from ragreplay.core.ids import case_id
 from ragreplay.core.runs import RunRecord, RunStatus, SourceRecord
-from ragreplay.core.types import Case, Conversation, Feedback, Message, Role
+from ragreplay.core.types import Case, Conversation, Feedback, Message, Rewrite, Role
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.fit import FitJudge
 from ragreplay.providers.fake import FakeChatModel
@@ -68,6 +68,7 @@ def _rewriter(name: str, *replies: str) -> Rewriter:
 
 
 STANDALONE = json.dumps({"standalone": False, "query": "What is the leave policy for me?"})
+STANDALONE_REWRITE = Rewrite(original="And for me?", query="What is the leave policy for me?", rewritten=True)
 
 
 async def test_an_unreadable_reply_is_not_pinned_and_another_rewriter_rewrites(store: Store) -> None:
@@ -133,3 +134,25 @@ def test_pins_made_before_migration_14_keep_their_rewriter_and_unreadable_ones_g
     with Store.open(store_url) as store:
         assert store.rewrites.get_rewrites(["case_good", "case_bad"], "m:rw@r1") == {"case_good": good}
         assert store.rewrites.get_rewrite("case_good") == good
+
+
+async def test_cases_still_to_be_rewritten_are_replayed_first(store: Store) -> None:
+    follow_up = _follow_up(store)
+    first_turn = Case(
+        id=case_id("a", 1, "What is the leave policy?", "25 days."),
+        conversation_id="a",
+        turn_index=1,
+        query="What is the leave policy?",
+        history=(),
+        old_answer="25 days.",
+        feedback=Feedback.GOOD,
+    )
+    pinned = follow_up.model_copy(update={"id": "case_pinned", "conversation_id": "p"})
+    store.rewrites.pin_rewrite("case_pinned", STANDALONE_REWRITE, "good:rw@" + Rewriter.prompt_version)
+    async with StoreWriter(store) as writer:
+        replayer = Replayer(
+            store, writer, FakeTarget(), FitJudge(FakeChatModel()), _rewriter("good:rw", STANDALONE)
+        )
+        order = [case.id for case, _ in replayer.plan("run_x", [first_turn, pinned, follow_up]).todo]
+    # two calls one after the other (rewrite, then judge) go out first; a pinned rewrite needs no call
+    assert order == [follow_up.id, first_turn.id, "case_pinned"]

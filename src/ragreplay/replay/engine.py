@@ -84,7 +84,14 @@ class Replayer:
             if self._rewriter_key is not None:
                 follow_ups = [c.id for c, r in todo if c.history and r.rewrite is None]
                 self._pinned.update(self.store.rewrites.get_rewrites(follow_ups, self._rewriter_key))
+                # Cases still to be rewritten first (two calls, one after the other): the run's last calls are
+                # then single ones that end together, rather than rewrites whose judge calls go out last.
+                todo.sort(key=lambda item: not self._to_rewrite(*item))
             yield from todo
+
+    def _to_rewrite(self, case: Case, result: ResultRecord) -> bool:
+        """Whether the case's replay starts with a rewriter call (a follow-up with no rewrite yet)."""
+        return bool(case.history) and result.rewrite is None and case.id not in self._pinned
 
     async def run_one(self, item: tuple[Case, ResultRecord]) -> ResultRecord:
         """Replay one case from where it stopped (see :meth:`replay_case`)."""
