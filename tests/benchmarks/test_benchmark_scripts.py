@@ -107,3 +107,19 @@ def test_throughput_benchmark_against_a_rate_limited_endpoint_runs_small() -> No
         int(c) for c in (last[1], last[3], last[4], last[5], last[6])
     )
     assert cases == verdicts == 40 and errors == 0 and completions == minimum == 60
+
+
+def test_bare_client_benchmark_runs_small() -> None:
+    row = run_benchmark(
+        "bare_client.py", "--calls", "40", "--concurrency", "4", "--latency-ms", "20", "--repeat", "1"
+    )
+    calls, wall, ideal, achieved, mean_ms = (
+        int(row[1]),
+        float(row[4]),
+        float(row[5]),
+        float(row[6]),
+        float(row[7]),
+    )
+    assert calls == 40 and ideal == pytest.approx(0.2)
+    assert 0 < achieved <= 1.0 and achieved == pytest.approx(ideal / wall, abs=0.002)
+    assert mean_ms >= 20  # every call waited out the mock's latency
