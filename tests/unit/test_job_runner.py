@@ -202,3 +202,34 @@ async def test_objects_the_process_froze_itself_stay_frozen() -> None:
         assert frozen > 0 and gc.get_freeze_count() > 0  # not unfrozen by the job
     finally:
         gc.unfreeze()
+
+
+def test_jobs_on_several_threads_restore_the_collector_once_all_end() -> None:
+    before = gc.get_threshold()
+    started = threading.Barrier(4)
+
+    @dataclass
+    class Meeting:
+        async def run_one(self, item: int) -> int:
+            await asyncio.to_thread(started.wait, 10)  # every thread's job is running at once
+            assert gc.get_threshold()[0] >= YOUNG_OBJECTS
+            return item
+
+        def count(self, progress: Progress, result: int) -> None:
+            pass
+
+    failures: list[BaseException] = []
+
+    def one_job() -> None:
+        try:
+            asyncio.run(run_job(Meeting(), JobPlan(todo=[1], progress=Progress(total=1)), 1))
+        except BaseException as exc:  # reported below, on the test's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=one_job) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert failures == []
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ YOUNG_OBJECTS = 10_000
 _paced_jobs = 0
 _saved_thresholds: tuple[int, ...] = ()
 _froze = False
+_pacing = threading.Lock()
 
 
 @contextmanager
@@ -138,21 +140,23 @@ def paced_collector() -> Iterator[None]:
     every call in flight waits. Frozen (:func:`gc.freeze`), those objects are not scanned again; the garbage a
     job makes is still collected, in fewer, larger passes."""
     global _paced_jobs, _saved_thresholds, _froze
-    if _paced_jobs == 0:
-        _saved_thresholds = gc.get_threshold()
-        _froze = gc.get_freeze_count() == 0  # a process that froze objects itself keeps them as it froze them
-        if _froze:
-            gc.freeze()
-        gc.set_threshold(max(YOUNG_OBJECTS, _saved_thresholds[0]), *_saved_thresholds[1:])
-    _paced_jobs += 1
+    with _pacing:  # jobs may run on several threads' loops at once (the shadow proxy's, a test's)
+        if _paced_jobs == 0:
+            _saved_thresholds = gc.get_threshold()
+            _froze = gc.get_freeze_count() == 0  # a process that froze objects itself keeps them frozen
+            if _froze:
+                gc.freeze()
+            gc.set_threshold(max(YOUNG_OBJECTS, _saved_thresholds[0]), *_saved_thresholds[1:])
+        _paced_jobs += 1
     try:
         yield
     finally:
-        _paced_jobs -= 1
-        if _paced_jobs == 0:
-            gc.set_threshold(*_saved_thresholds)
-            if _froze:
-                gc.unfreeze()
+        with _pacing:
+            _paced_jobs -= 1
+            if _paced_jobs == 0:
+                gc.set_threshold(*_saved_thresholds)
+                if _froze:
+                    gc.unfreeze()
 
 
 async def run_workers(worker: Callable[[], Awaitable[None]], n: int) -> None:
