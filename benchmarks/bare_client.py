@@ -74,9 +74,10 @@ def main() -> None:
         for _ in range(args.repeat):
             wall, mean, used = asyncio.run(bare_run(base_url, args.calls, args.concurrency))
             ideal = args.calls * args.latency_ms / 1000 / args.concurrency
+            achieved = f"{ideal / wall:.3f}" if ideal else "-"  # at 0 ms there is no ideal to reach
             print(
                 f"| {args.calls} | {args.concurrency} | {args.latency_ms:.0f} ms | {wall:.3f} | {ideal:.3f} | "
-                f"{ideal / wall:.3f} | {mean * 1000:.2f} | {used / args.calls * 1000:.3f} |"
+                f"{achieved} | {mean * 1000:.2f} | {used / args.calls * 1000:.3f} |"
             )
     finally:
         mock.terminate()
