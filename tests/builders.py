@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from ragreplay.core.eval import EvalContext, EvalRow
-from ragreplay.core.runs import SourceRecord
+from ragreplay.core.runs import RunRecord, RunStatus, SourceRecord
 from ragreplay.core.shadow import ShadowAnswer, ShadowRow, new_row_id
 from ragreplay.core.types import Case, Conversation, Feedback, Message, RetrievedChunk, Role
 from ragreplay.store import Store
@@ -117,3 +117,22 @@ def make_eval_rows(n: int = 8) -> list[EvalRow]:
             )
         )
     return out
+
+
+def make_run(run_id: str = "run_1", created_at: datetime | None = None, **fields: object) -> RunRecord:
+    """A running replay run record (target ``t``, judge ``j``, no rewriter); ``fields`` override any field."""
+    values: dict[str, object] = {
+        "id": run_id,
+        "created_at": created_at or datetime.now(UTC),
+        "status": RunStatus.RUNNING,
+        "target_name": "t",
+        "target_version": "v",
+        "judge_name": "j",
+        "judge_prompt_version": "p",
+        "rewriter_name": None,
+        "rewrite_prompt_version": None,
+        "config_hash": "c",
+        "dataset_hash": "d",
+        "n_cases": 0,
+    }
+    return RunRecord.model_validate({**values, **fields})

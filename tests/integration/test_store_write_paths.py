@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Table, select
 from sqlalchemy.exc import IntegrityError
 
-from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
+from builders import make_run
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Answer, Fit, Judgment, RetrievedChunk, Rewrite, TokenUsage, Verdict
 from ragreplay.store import Store
 from ragreplay.store.batch import CacheEntry, JsonMemo, WriteBatch
@@ -31,23 +32,7 @@ AT = datetime(2026, 12, 1, 20, 0, 0, 123456, tzinfo=UTC)
 def prepared(store: Store) -> Store:
     """A store holding a run and an eval run for each path: ``fast_`` and ``ref_``."""
     for prefix in PATHS:
-        store.runs.create_run(
-            RunRecord(
-                id=f"{prefix}run",
-                created_at=AT,
-                status=RunStatus.RUNNING,
-                target_name="t",
-                target_version="v",
-                judge_name="j",
-                judge_prompt_version="p",
-                rewriter_name=None,
-                rewrite_prompt_version=None,
-                config_hash="c",
-                dataset_hash="d",
-                n_cases=0,
-            ),
-            [],
-        )
+        store.runs.create_run(make_run(f"{prefix}run", AT), [])
         store.evals.create_eval(
             EvalRunRecord(
                 id=f"{prefix}eval",

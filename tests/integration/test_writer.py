@@ -7,27 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ragreplay.core.runs import ResultRecord, ResultStatus, RunRecord, RunStatus
+from builders import make_run
+from ragreplay.core.runs import ResultRecord, ResultStatus, RunStatus
 from ragreplay.core.types import Rewrite
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.store import Store
 
 
 def _run(store: Store, run_id: str = "run_w") -> None:
-    record = RunRecord(
-        id=run_id,
-        created_at=datetime.now(UTC),
-        status=RunStatus.RUNNING,
-        target_name="t",
-        target_version="v",
-        judge_name="j",
-        judge_prompt_version="p",
-        rewriter_name=None,
-        rewrite_prompt_version=None,
-        config_hash="c",
-        dataset_hash="d",
-        n_cases=0,
-    )
+    record = make_run(run_id)
     store.runs.create_run(record, [])
 
 
