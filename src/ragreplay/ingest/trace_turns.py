@@ -17,6 +17,7 @@ from datetime import datetime
 from ragreplay.core.types import Conversation, Feedback, Message, RetrievedChunk, Role, TokenUsage
 from ragreplay.ingest.fields import stringify
 from ragreplay.ingest.problems import ProblemLog, Record
+from ragreplay.ingest.provenance import note_origins
 from ragreplay.ingest.trace_feedback import Votes
 
 #: Most tags kept per conversation, and the longest tag value; a trace's metadata can be large.
@@ -41,6 +42,9 @@ class Turn:
     tokens: TokenUsage | None = None
     tags: dict[str, str] = field(default_factory=dict)
     feedback: Feedback | None = None
+    #: where each value came from, for ``ingest --dry-run``: ``{"question": "trace.input", ...}`` (keys:
+    #: question, answer, history, retrieved, latency_ms, tokens, session, user_id, feedback)
+    origin: dict[str, str] = field(default_factory=dict)
 
 
 def add_tags(tags: dict[str, str], values: object) -> None:
@@ -88,6 +92,7 @@ def apply_votes(
             )
             continue
         turns[trace_id].feedback = feedback
+        turns[trace_id].origin["feedback"] = f"{what} on line {line}, field {field_name}"
 
 
 Ballot = tuple[Votes, Callable[[str], str | None], str]
@@ -141,6 +146,7 @@ def conversations(turns: dict[str, Turn]) -> Iterator[tuple[int, Conversation]]:
                 if len(tags) < MAX_TAGS:
                     tags.setdefault(key, value)
         user_id = next((t.user_id for t in group if t.user_id), None)
+        note_origins(conv_id, [turn.origin for turn in group])
         yield line, Conversation(id=conv_id, messages=tuple(messages), user_id=user_id, tags=tags)
 
 
