@@ -9,7 +9,6 @@ reported whole (up to 20 problems) and nothing is written.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +19,8 @@ from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Skip
 from ragreplay.errors import ConfigError, InputError, InputProblem
 from ragreplay.ingest.canonical import read_canonical
-from ragreplay.ingest.detect import FORMATS, detect_format
+from ragreplay.ingest.detect import FORMATS, TRACE_FORMATS, detect_format
+from ragreplay.ingest.export_folder import content_digest, signature, total_bytes
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ingest.flat import read_flat
 from ragreplay.ingest.langfuse import read_langfuse
@@ -29,7 +29,7 @@ from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.openai_chat import read_openai
 from ragreplay.ingest.openinference import read_openinference
 from ragreplay.ingest.otel_genai import read_otel
-from ragreplay.ingest.problems import ProblemLog, ProgressFn, open_binary
+from ragreplay.ingest.problems import ProblemLog, ProgressFn
 from ragreplay.ingest.tally import IngestSummary, Tally
 
 __all__ = [
@@ -87,12 +87,8 @@ class IngestStore(Protocol):
 
 
 def source_id_for(path: Path) -> str:
-    """``src_`` + the first 16 hex digits of the SHA-256 of the file's bytes."""
-    digest = hashlib.sha256()
-    with open_binary(Path(path)) as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return "src_" + digest.hexdigest()[:16]
+    """``src_`` + the first 16 hex digits of the SHA-256 of the file's bytes (of a folder's export files)."""
+    return "src_" + content_digest(Path(path))[:16]
 
 
 def _format(path: Path, fmt: str | None, mapping: FieldMapping) -> str:
@@ -100,6 +96,15 @@ def _format(path: Path, fmt: str | None, mapping: FieldMapping) -> str:
         return detect_format(path, mapping)
     if fmt.lower() not in FORMATS:
         raise ConfigError(f"unknown log format {fmt!r}. Fix: use one of {', '.join(FORMATS)}.")
+    if path.is_dir() and fmt.lower() not in TRACE_FORMATS:
+        problem = InputProblem(
+            str(path),
+            None,
+            None,
+            f"a folder is read only as a tracing tool's export, not as {fmt.lower()}",
+            "pass one log file",
+        )
+        raise InputError([problem])
     return fmt.lower()
 
 
@@ -159,7 +164,7 @@ def validate_file(
     path = Path(path)
     source_id = source_id_for(path)
     fmt = _format(path, fmt, mapping or FieldMapping())
-    tally = _count(path, fmt, mapping, _scaled(progress, 0, path.stat().st_size))
+    tally = _count(path, fmt, mapping, _scaled(progress, 0, total_bytes(path)))
     return tally.summary(source_id, str(path), fmt, dry_run=True)
 
 
@@ -185,21 +190,21 @@ def ingest_file(
     seen = store is not None and store.cases.has_source(source_id)
     if seen and not dry_run:
         return IngestSummary(source_id=source_id, path=str(path), format=fmt, already_ingested=True)
-    before = path.stat()
+    before = signature(path)
+    size = sum(part[1] for part in before)
     if dry_run or store is None:
-        tally = _count(path, fmt, mapping, _scaled(progress, 0, before.st_size))
+        tally = _count(path, fmt, mapping, _scaled(progress, 0, size))
         return tally.summary(source_id, str(path), fmt, dry_run=True, already_ingested=seen)
 
     tally = Tally()
 
     def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
-        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, before.st_size)):
+        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, size)):
             # the store keeps each conversation's dialogue once, so the cases need not carry their history
             cases, skips = extract_cases(conv, history_up_to=SHORT_HISTORY)
             tally.add(conv, cases, skips)
             yield conv, cases, skips
-        after = path.stat()
-        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        if signature(path) != before:
             # raising here makes the store roll the transaction back
             problem = InputProblem(
                 str(path), None, None, "the file changed while it was being ingested", "ingest again"
