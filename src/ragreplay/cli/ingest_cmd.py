@@ -20,6 +20,7 @@ from ragreplay.cli.common import (
     progress_display,
     settings_from,
 )
+from ragreplay.cli.ingest_preview import dry_run_tables
 from ragreplay.cli.json_output import check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
@@ -27,12 +28,14 @@ from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.store.location import store_exists
 
+_SHOWN_APART = ("preview", "records_read", "records_ignored")
+
 
 def _summary_table(summary: IngestSummary, title: str) -> Table:
     table = Table(title=title, show_header=False)
     table.add_column("what", style="bold")
     table.add_column("count", justify="right")
-    for key, value in summary.model_dump(mode="json").items():
+    for key, value in summary.model_dump(mode="json", exclude=set(_SHOWN_APART)).items():
         if isinstance(value, dict):
             for sub, n in sorted(value.items()):
                 table.add_row(f"{key}: {sub}", str(n))
@@ -151,6 +154,8 @@ def ingest(
             return
         seen = f" and already ingested as source {summary.source_id}" if summary.already_ingested else ""
         console.print(_summary_table(summary, f"{path} is valid{seen} (dry run: nothing written)"))
+        for table in dry_run_tables(summary):
+            console.print(table)
         return
     with (
         open_store(settings.db, create=True) as store,

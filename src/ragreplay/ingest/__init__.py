@@ -29,7 +29,9 @@ from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.openai_chat import read_openai
 from ragreplay.ingest.openinference import read_openinference
 from ragreplay.ingest.otel_genai import read_otel
+from ragreplay.ingest.preview import TurnPreview, turn_previews
 from ragreplay.ingest.problems import ProblemLog, ProgressFn
+from ragreplay.ingest.provenance import observing
 from ragreplay.ingest.tally import IngestSummary, Tally
 
 __all__ = [
@@ -145,13 +147,41 @@ def iter_file_cases(
         yield from extract_cases(conv)[0]
 
 
-def _count(
-    path: Path, fmt: str, mapping: FieldMapping | None, progress: Callable[[int], None] | None
-) -> Tally:
+def _dry_count(
+    path: Path,
+    source_id: str,
+    fmt: str,
+    mapping: FieldMapping | None,
+    progress: Callable[[int], None] | None,
+    already_ingested: bool = False,
+) -> IngestSummary:
+    """Read the whole file, counting what it holds and keeping its first turns with where each value came from."""
     tally = Tally()
-    for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
-        tally.add(conv, *extract_cases(conv, history_up_to=SHORT_HISTORY))
-    return tally
+    previews: list[TurnPreview] = []
+    with observing() as seen:
+        for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
+            tally.add(conv, *extract_cases(conv, history_up_to=SHORT_HISTORY))
+            if len(previews) < seen.preview_turns:
+                origins = seen.origins.get(conv.id)
+                previews += turn_previews(conv, origins, fmt, seen.preview_turns - len(previews))
+    summary = tally.summary(str(source_id), str(path), fmt, dry_run=True, already_ingested=already_ingested)
+    read = dict(seen.read) or _streamed_records(fmt, tally)
+    return summary.model_copy(
+        update={
+            "preview": previews,
+            "records_read": dict(sorted(read.items())),
+            "records_ignored": dict(sorted(seen.ignored.items())),
+        }
+    )
+
+
+def _streamed_records(fmt: str, tally: Tally) -> dict[str, int]:
+    """The streamed formats read one conversation a line (canonical, openai) or one message a row (flat)."""
+    if fmt in TRACE_FORMATS:
+        return {}
+    if fmt == "flat":
+        return {"row (a message)": tally.messages}
+    return {"line (a conversation)": tally.conversations} if tally.conversations else {}
 
 
 def validate_file(
@@ -160,12 +190,13 @@ def validate_file(
     mapping: FieldMapping | None = None,
     progress: ProgressFn | None = None,
 ) -> IngestSummary:
-    """Read the whole file and count what it holds; raises :class:`InputError` with all its problems."""
+    """Read the whole file and count what it holds (with its first turns and where each value came from: the
+    summary's ``preview``, ``records_read``, ``records_ignored``); raises :class:`InputError` with all its
+    problems."""
     path = Path(path)
     source_id = source_id_for(path)
     fmt = _format(path, fmt, mapping or FieldMapping())
-    tally = _count(path, fmt, mapping, _scaled(progress, 0, total_bytes(path)))
-    return tally.summary(source_id, str(path), fmt, dry_run=True)
+    return _dry_count(path, source_id, fmt, mapping, _scaled(progress, 0, total_bytes(path)))
 
 
 def ingest_file(
@@ -193,8 +224,7 @@ def ingest_file(
     before = signature(path)
     size = sum(part[1] for part in before)
     if dry_run or store is None:
-        tally = _count(path, fmt, mapping, _scaled(progress, 0, size))
-        return tally.summary(source_id, str(path), fmt, dry_run=True, already_ingested=seen)
+        return _dry_count(path, source_id, fmt, mapping, _scaled(progress, 0, size), already_ingested=seen)
 
     tally = Tally()
 

@@ -59,6 +59,11 @@ class ProblemLog:
         part, local = divmod(line, PART_STRIDE)
         return (self._parts[part], local) if part < len(self._parts) else (self.file, line)
 
+    def where(self, line: int | None) -> str:
+        """``file:line`` of a line as the readers number it (a folder's line names its file)."""
+        file, local = self._locate(line)
+        return file if local is None else f"{file}:{local}"
+
     def add(self, line: int | None, field: str | None, message: str, fix: str = "") -> None:
         """Record one problem at ``line`` (1-based) and ``field`` (a dotted path or a column name)."""
         if len(self.problems) < self.limit:
