@@ -80,7 +80,8 @@ def ingest(
         Path | None,
         typer.Argument(
             help="Conversation log: canonical JSONL, flat CSV/JSONL, OpenAI chat JSONL, or a Langfuse, LangSmith, "
-            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export (or --from-langfuse)"
+            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export: JSON, JSONL, Parquet, CSV, or a "
+            "folder of export files (or --from-langfuse)"
         ),
     ] = None,
     db: DbOption = None,
@@ -97,7 +98,13 @@ def ingest(
             help="YAML field mapping: column names, feedback spellings, rating_threshold, feedback_names"
         ),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count; write nothing")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Validate and count, show the first turns and where each value came from; write nothing",
+        ),
+    ] = False,
     output_format: Annotated[
         str,
         typer.Option(
