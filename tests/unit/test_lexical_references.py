@@ -175,3 +175,15 @@ def test_rouge_l_with_rouge_scores_tokenizer_equals_rouge_score_on_every_real_pa
         expected = scorer.score_multi(list(row.references), row.candidate)["rougeL"].fmeasure
         assert rouge_l(row.candidate, row.references, tokenizer="rouge-score") == expected
     assert differ_by_default > 0
+
+
+def test_the_lexical_definitions_are_part_of_an_eval_runs_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run started with the multilingual token_f1 (version 1) is not resumed with SQuAD's (version 2)."""
+    from ragreplay.core.eval import EvalRow
+    from ragreplay.evaluation import identity
+
+    rows = [EvalRow(id="q1", question="q", answer="a", reference="r")]
+    now = identity.config_hash(rows, None)
+    assert identity.LEXICAL_VERSION == 2 and identity.run_config(1, None, 1)["lexical_version"] == 2
+    monkeypatch.setattr(identity, "LEXICAL_VERSION", 1)
+    assert identity.config_hash(rows, None) != now
