@@ -203,15 +203,19 @@ class _Reader:
         run = _Run(rec.line or 0, kind, parent, trace, start, end)
         run.metadata = as_dict(as_dict(obj.get("extra")).get("metadata", obj.get("metadata")))
         run.usage = _usage(obj, obj.get("outputs"), run.metadata)
-        if parent is None or kind == "llm":
+        is_root = parent is None and trace in (
+            None,
+            run_id,
+        )  # a select=[...] dump may leave parent_run_id out
+        if is_root or kind == "llm":
             run.inputs, run.outputs = obj.get("inputs"), obj.get("outputs")
-        if parent is None:
+        if is_root:
             run.tags = obj.get("tags")
             self._stats(rec, run_id, obj.get("feedback_stats"), prefix)
         if kind == "retriever":
             run.chunks = _retrieved(obj.get("outputs"))
         self.runs[run_id] = run
-        if trace is not None or parent is None:
+        if trace is not None or is_root:
             self.trace_ids.add(trace or run_id)
         children = obj.get("child_runs")
         if isinstance(children, list) and depth < _MAX_TREE_DEPTH:
@@ -301,18 +305,21 @@ class _Reader:
         runs.sort(key=lambda r: (r.start.timestamp() if r.start else float("inf"), r.line))
         turn = Turn(trace_id=trace_id, line=min(r.line for r in runs))
         if root is not None:
-            _root_facts(turn, root)
-        _call_facts(turn, [r for r in runs if r.kind == "llm"])
+            _root_facts(turn, root, f"root run at {self.at(root.line)}")
+        _call_facts(turn, [r for r in runs if r.kind == "llm"], self.at)
         retrievers = [r for r in runs if r.chunks]
         turn.retrieved = [chunk for run in retrievers for chunk in run.chunks]
         if retrievers:
-            turn.origin["retrieved"] = f"run retriever (line {retrievers[0].line}) outputs"
+            turn.origin["retrieved"] = f"run retriever at {self.at(retrievers[0].line)} outputs"
         return turn
 
+    def at(self, line: int) -> str:
+        """``file:line`` of a record, for a turn's origins (a folder's line names its own file)."""
+        return Path(self.log.where(line)).name
 
-def _root_facts(turn: Turn, root: _Run) -> None:
-    """What the root run says: thread, user, time, question, answer, tokens and tags."""
-    where = f"root run (line {root.line})"
+
+def _root_facts(turn: Turn, root: _Run, where: str) -> None:
+    """What the root run (``where``: its record) says: thread, user, time, question, answer, tokens and tags."""
     metadata = root.metadata
     thread_key = next((k for k in THREAD_KEYS if optional_text(metadata.get(k))), None)
     if thread_key is not None:
@@ -338,18 +345,19 @@ def _root_facts(turn: Turn, root: _Run) -> None:
     add_tags(turn.tags, {k: v for k, v in metadata.items() if _is_tag(str(k))})
 
 
-def _call_facts(turn: Turn, calls: list[_Run]) -> None:
-    """What the model calls fill in that the root left out: question, answer, tokens (summed)."""
+def _call_facts(turn: Turn, calls: list[_Run], at: Callable[[int], str]) -> None:
+    """What the model calls fill in that the root left out: question, answer, tokens (summed); ``at`` names
+    a record's ``file:line``."""
     if calls and not turn.question:
         turn.question, turn.history = question_of(calls[0].inputs), history_of(calls[0].inputs)
-        turn.origin["question"] = f"run llm (line {calls[0].line}) inputs"
+        turn.origin["question"] = f"run llm at {at(calls[0].line)} inputs"
     if calls and not turn.answer:
         answered = next((c for c in reversed(calls) if answer_of(c.outputs)), None)
         if answered is not None:
             turn.answer = answer_of(answered.outputs)
-            turn.origin["answer"] = f"run llm (line {answered.line}) outputs"
+            turn.origin["answer"] = f"run llm at {at(answered.line)} outputs"
     used = [c.usage for c in calls if c.usage is not None]
     if turn.tokens is None and used:
         turn.tokens = sum((u[0] for u in used[1:]), used[0][0])
-        lines = ", ".join(str(c.line) for c in calls if c.usage is not None)
-        turn.origin["tokens"] = f"run llm (lines {lines}) {used[0][1]}"
+        lines = ", ".join(at(c.line) for c in calls if c.usage is not None)
+        turn.origin["tokens"] = f"run llm at {lines} {used[0][1]}"
