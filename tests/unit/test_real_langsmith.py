@@ -214,3 +214,16 @@ def test_feedback_on_a_whole_project_is_left_out(tmp_path: Path) -> None:
     on_project = {"key": "user_score", "score": 1, "run_id": None, "trace_id": None, "session_id": "p1"}
     (conv,) = read(write(tmp_path, "runs.jsonl", jsonl(run, on_project))).values()
     assert conv.messages == (Message(role=Role.HUMAN, content="q?"), Message(role=Role.AI, content="a"))
+
+
+def test_a_runs_own_thread_id_groups_turns_when_its_metadata_names_none(tmp_path: Path) -> None:
+    # newer GET /runs/{id} and /runs/query answers carry the thread as a top-level thread_id
+    runs = [
+        {"id": f"r{i}", "run_type": "chain", "thread_id": "th-1", "start_time": f"2026-01-05T16:4{i}:00",
+         "inputs": {"messages": [{"type": "human", "content": q}]},
+         "outputs": {"messages": [{"type": "human", "content": q}, {"type": "ai", "content": a}]}}
+        for i, (q, a) in enumerate([("first?", "one"), ("second?", "two")])
+    ]  # fmt: skip
+    (conv,) = read(write(tmp_path, "runs.jsonl", jsonl(*runs))).values()
+    assert conv.id == "th-1"
+    assert [m.content for m in conv.messages] == ["first?", "one", "second?", "two"]

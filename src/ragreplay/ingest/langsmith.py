@@ -78,6 +78,7 @@ class _Run:
     chunks: list[RetrievedChunk] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     tags: Any = None
+    thread: str | None = None  # the run's own ``thread_id``, as newer API responses carry it
 
 
 @dataclass
@@ -210,7 +211,7 @@ class _Reader:
         if is_root or kind == "llm":
             run.inputs, run.outputs = obj.get("inputs"), obj.get("outputs")
         if is_root:
-            run.tags = obj.get("tags")
+            run.tags, run.thread = obj.get("tags"), optional_text(obj.get("thread_id"))
             self._stats(rec, run_id, obj.get("feedback_stats"), prefix)
         if kind == "retriever":
             run.chunks = _retrieved(obj.get("outputs"))
@@ -325,6 +326,9 @@ def _root_facts(turn: Turn, root: _Run, where: str) -> None:
     if thread_key is not None:
         turn.session = optional_text(metadata[thread_key])
         turn.origin["session"] = f"{where} extra.metadata.{thread_key}"
+    elif root.thread is not None:
+        turn.session = root.thread
+        turn.origin["session"] = f"{where} thread_id"
     turn.user_id = optional_text(metadata.get("user_id"))
     if turn.user_id is not None:
         turn.origin["user_id"] = f"{where} extra.metadata.user_id"
