@@ -227,3 +227,20 @@ def test_a_runs_own_thread_id_groups_turns_when_its_metadata_names_none(tmp_path
     (conv,) = read(write(tmp_path, "runs.jsonl", jsonl(*runs))).values()
     assert conv.id == "th-1"
     assert [m.content for m in conv.messages] == ["first?", "one", "second?", "two"]
+
+
+def test_a_folder_of_overlapping_exports_reads_each_run_once(tmp_path: Path) -> None:
+    # the list_runs dump and the bulk export of one project side by side: the same 30 runs twice (the Parquet
+    # file is read first, by name)
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    for name in ("langgraph_agent_runs_feedback.jsonl", "bulk_export_langgraph.parquet"):
+        (folder / name).write_bytes((REAL / name).read_bytes())
+    assert turns(read(folder)["thread-hr-1"]) == turns(
+        read("langgraph_agent_runs_feedback.jsonl")["thread-hr-1"]
+    )
+    changed = json.loads((REAL / "langgraph_agent_runs_feedback.jsonl").read_text().splitlines()[29])
+    changed["end_time"] = "2026-12-08T01:00:55Z"
+    (folder / "later.jsonl").write_text(jsonl(changed))
+    with pytest.raises(Exception, match=r"repeats bulk_export_langgraph.parquet:1 with other times"):
+        read(folder)

@@ -105,7 +105,7 @@ def read_langsmith(
     reader = _Reader(mapping or FieldMapping(), problems if problems is not None else ProblemLog(str(path)))
     for rec, obj in trace_records(path, reader.log, progress):
         reader.add(rec, obj)
-    reader.judge_stats()
+    reader.finish()
     yield from voted_conversations(
         reader.log,
         problems is None,
@@ -172,6 +172,7 @@ class _Reader:
         self.votes = Votes()
         self.stats = Votes()
         self.pending_stats: list[_Stats] = []
+        self.conflicts: list[tuple[int, str, str, int]] = []  # line, field, run id, line first read
 
     def add(self, rec: Record, obj: dict[str, Any]) -> None:
         """Read one record: a run (with any ``child_runs`` nested in it), or a feedback row."""
@@ -193,15 +194,14 @@ class _Reader:
         end = parse_ts(obj.get("end_time"), rec, prefix + "end_time")
         if run_id is None or not rec.ok:
             return
-        if run_id in self.runs:
-            where = self.runs[run_id].line
-            rec.problem(prefix + "id", f"run {run_id!r} repeats line {where}", "keep one line per run")
-            return
         kind = str(obj.get("run_type") or "").lower()
-        note_record(f"run {kind or '(no run_type)'}")
         parent = optional_text(obj.get("parent_run_id")) or parent_of
         trace = optional_text(obj.get("trace_id"))
         run = _Run(rec.line or 0, kind, parent, trace, start, end)
+        if run_id in self.runs:
+            self._repeated(rec, prefix, run_id, run)
+            return
+        note_record(f"run {kind or '(no run_type)'}")
         run.metadata = as_dict(as_dict(obj.get("extra")).get("metadata", obj.get("metadata")))
         run.usage = _usage(obj, obj.get("outputs"), run.metadata)
         is_root = parent is None and trace in (
@@ -224,6 +224,21 @@ class _Reader:
                 if isinstance(child, dict):
                     self._run(rec, child, run_id, f"{prefix}child_runs[{i}].", depth + 1)
 
+    def _repeated(self, rec: Record, prefix: str, run_id: str, run: _Run) -> None:
+        """A run id seen before: the same run again (overlapping exports in one folder) is left out; a
+        different run under that id is a problem, reported once the file is read (:meth:`finish`)."""
+        first = self.runs[run_id]
+        if (run.kind, run.parent, run.trace, run.start, run.end) == (
+            first.kind,
+            first.parent,
+            first.trace,
+            first.start,
+            first.end,
+        ):
+            note_ignored("run repeated (overlapping exports): the first kept")
+            return
+        self.conflicts.append((rec.line or 0, prefix + "id", run_id, first.line))
+
     def _stats(self, rec: Record, run_id: str, stats: Any, prefix: str) -> None:
         if not isinstance(stats, dict):
             return
@@ -233,7 +248,17 @@ class _Reader:
                     _Stats(rec.line or 0, run_id, f"{prefix}feedback_stats.{key}", entry)
                 )
 
-    def judge_stats(self) -> None:
+    def finish(self) -> None:
+        """Once every record is read: the runs that repeat an id, and the ``feedback_stats`` to read."""
+        for line, field_name, run_id, first in self.conflicts:
+            Record(self.log, line).problem(
+                field_name,
+                f"run {run_id!r} repeats {self.at(first)} with other times or parents",
+                "keep one record per run: export each time window once",
+            )
+        self._judge_stats()
+
+    def _judge_stats(self) -> None:
         """Read the ``feedback_stats`` of the traces no feedback row speaks for (rows are the votes themselves)."""
         voted = {self.root_of(target) or target for target, *_ in self.votes.items()}
         for stats in self.pending_stats:
