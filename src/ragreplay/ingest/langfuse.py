@@ -46,6 +46,8 @@ from ragreplay.ingest.trace_turns import (
 )
 
 _TRACE_FIX = 'every observation and score needs the "traceId" of its trace'
+#: In an ingestion batch, an update resends these; the first one sent is when the trace or observation began.
+_FIRST_WINS = frozenset({"timestamp", "startTime"})
 #: The blob-storage export's snake_case columns, as the API and UI spell them.
 _CAMEL = {
     "trace_id": "traceId",
@@ -213,9 +215,11 @@ class _Reader:
                 if kind not in ("trace", "observation"):
                     body = {**body, "type": kind.upper()}
                 key = str(body.get("id") or f"{rec.line}:{i}")
-                _, _, merged = target.get(key, (rec, where, {}))
-                merged.update({k: v for k, v in body.items() if v is not None})
-                target[key] = (rec, where, merged)
+                first, _, merged = target.get(key, (rec, where, {}))
+                for name, value in body.items():
+                    if value is not None and (name not in _FIRST_WINS or name not in merged):
+                        merged[name] = value
+                target[key] = (rec, f"{kind}-create/update events of line {first.line}-{rec.line}: ", merged)
 
     def flush_batches(self) -> None:
         """Read the traces and observations the ingestion batches put together."""
