@@ -215,11 +215,11 @@ class _Reader:
                 if kind not in ("trace", "observation"):
                     body = {**body, "type": kind.upper()}
                 key = str(body.get("id") or f"{rec.line}:{i}")
-                first, _, merged = target.get(key, (rec, where, {}))
+                _, _, merged = target.get(key, (rec, where, {}))
                 for name, value in body.items():
                     if value is not None and (name not in _FIRST_WINS or name not in merged):
                         merged[name] = value
-                target[key] = (rec, f"{kind}-create/update events of line {first.line}-{rec.line}: ", merged)
+                target[key] = (rec, f"merged {kind}-create/update bodies, ", merged)
 
     def flush_batches(self) -> None:
         """Read the traces and observations the ingestion batches put together."""
