@@ -54,7 +54,9 @@ _MESSAGE_EVENTS = frozenset(
     {*_ROLE_EVENTS, "gen_ai.choice", "gen_ai.content.prompt", "gen_ai.content.completion", DETAILS_EVENT}
 )
 _RETRIEVAL_OPERATIONS = frozenset({"retrieval", "retrieve", "search"})
-_NOT_OTLP_FIX = "write spans and logs with the OpenTelemetry collector's file exporter (OTLP JSON), or pick a --format"
+_NOT_OTLP_FIX = (
+    "write spans and logs with the OpenTelemetry collector's file exporter (OTLP JSON), or pick a --format"
+)
 
 
 @dataclass
