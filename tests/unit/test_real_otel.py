@@ -150,3 +150,12 @@ def test_an_evaluation_on_a_trace_not_in_the_file_is_a_problem(tmp_path: Path) -
     with pytest.raises(InputError) as info:
         read(path)
     assert "evaluation event on '" in str(info.value) and "not in this file" in str(info.value)
+
+
+def test_logs_in_their_own_file_join_their_spans_in_a_folder(tmp_path: Path) -> None:
+    lines = (REAL / "openai_v2_log_events.jsonl").read_text().splitlines(keepends=True)
+    folder = tmp_path / "export"
+    folder.mkdir()
+    write(folder, "logs.jsonl", "".join(lines[1:]))  # the collector's logs pipeline, a file of its own
+    write(folder, "traces.jsonl", lines[0])
+    assert read(folder) == read(REAL / "openai_v2_log_events.jsonl")
