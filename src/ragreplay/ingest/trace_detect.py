@@ -15,16 +15,18 @@ def trace_format(obj: Any) -> str | None:
     """``langfuse``, ``langsmith``, ``openinference`` or ``otel`` for a record of that tool's export, else ``None``.
 
     OTLP JSON (``resourceSpans``) is ``openinference`` when its spans carry ``openinference.span.kind``,
-    ``otel`` otherwise; a Langfuse API page (``{"data": [...], "meta": ...}``) is judged by its first item; a
-    Langfuse ingestion batch (``{"batch": [{"type": "trace-create", "body": ...}]}``), a UI trace download
-    (``{"trace": {...}, ...}``) and a blob-storage export row (``project_id`` with ``trace_id``,
-    ``session_id``, ``data_type`` or ``start_time``) are ``langfuse``.
+    ``otel`` otherwise, as are OTLP JSON logs (``resourceLogs``); a Langfuse API page (``{"data": [...],
+    "meta": ...}``) is judged by its first item; a Langfuse ingestion batch (``{"batch": [{"type":
+    "trace-create", "body": ...}]}``), a UI trace download (``{"trace": {...}, ...}``) and a blob-storage export
+    row (``project_id`` with ``trace_id``, ``session_id``, ``data_type`` or ``start_time``) are ``langfuse``.
     """
     if not isinstance(obj, dict):
         return None
     if "resourceSpans" in obj:
         text = json.dumps(obj)
         return "openinference" if "openinference.span.kind" in text else "otel"
+    if "resourceLogs" in obj:
+        return "otel"
     if isinstance(obj.get("data"), list) and "meta" in obj:
         return trace_format(obj["data"][0]) if obj["data"] else None
     if "run_type" in obj or ("key" in obj and "run_id" in obj) or "dotted_order" in obj:
