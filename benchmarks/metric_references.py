@@ -5,14 +5,16 @@ The pairs are the dev sets' (candidate answer, gold answer) pairs of ``answer-fi
 then ``$RAGREPLAY_SHARED_DATA``), each candidate against each of its gold answers, and per row against all of them
 (the best, as the SQuAD script's ``metric_max_over_ground_truths`` and rouge-score's ``score_multi`` take it).
 
-- ``token_f1`` / ``exact_match`` against the official SQuAD v1.1 script's ``f1_score`` / ``exact_match_score``
-  (transcribed in ``tests/squad_reference.py``);
+- ``token_f1`` / ``exact_match`` against torchmetrics' SQuAD functions, which implement the official script's
+  normalisation (``tests/squad_reference.py``; needs torchmetrics: ``pip install torch==2.13.0 torchmetrics``);
+  equal means within 1e-6 (torchmetrics computes in float32), and a pair whose answers both normalise to nothing
+  is counted equal when ragreplay gives v1.1's 0 (torchmetrics gives v2.0's 1);
 - ``rouge_l(tokenizer="rouge-score")`` and ``rouge_l`` (the Unicode tokenizer) against rouge-score's
   ``RougeScorer(["rougeL"])``;
 - ``token_f1_multilingual`` / ``exact_match_multilingual`` (the local judges' normalisation) against the same
   SQuAD figures: how often the variant differs from the standard.
 
-Equal means equal floats (``==``), not close ones.
+Otherwise equal means equal floats (``==``), not close ones.
 
     python benchmarks/metric_references.py
     python benchmarks/metric_references.py --limit 500 --data /path/to/shared/data
@@ -39,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import shared_data  # noqa: E402  (tests/shared_data.py: where the data lies, its rows)
-import squad_reference  # noqa: E402  (tests/squad_reference.py: the official SQuAD v1.1 script's functions)
+import squad_reference  # noqa: E402  (tests/squad_reference.py: torchmetrics' SQuAD functions)
 
 
 @dataclass
@@ -55,6 +57,12 @@ class Agreement:
     pairs_ascii: int = 0
     """Pairs whose two texts are plain ASCII."""
     pairs_ascii_equal: int = 0
+    tolerance: float = 0.0
+    """How far apart two figures may be and count as equal (torchmetrics' F1 is float32: 1e-6)."""
+
+    def same(self, ours: float, theirs: float) -> bool:
+        """Whether two figures count as equal."""
+        return abs(ours - theirs) <= self.tolerance
 
     def add(self, equal: bool, ascii_only: bool) -> None:
         """Count one pair."""
@@ -85,6 +93,8 @@ def _rouge_reference() -> Callable[[str, Sequence[str]], float]:
 
 def _squad(metric: Any) -> Score:
     def score(candidate: str, references: Sequence[str]) -> float:
+        if all(squad_reference.both_empty(candidate, r) for r in references):
+            return 0.0 if metric is squad_reference.f1_score else 1.0  # v1.1's figures for "nothing left"
         return float(squad_reference.metric_max_over_ground_truths(metric, candidate, list(references)))
 
     return score
@@ -95,17 +105,21 @@ def comparisons() -> list[tuple[Agreement, Score, Score]]:
     squad_f1, squad_em = _squad(squad_reference.f1_score), _squad(squad_reference.exact_match_score)
     rouge = _rouge_reference()
     return [
-        (Agreement("token_f1", "SQuAD v1.1 f1_score"), token_f1, squad_f1),
-        (Agreement("exact_match", "SQuAD v1.1 exact_match_score"), exact_match, squad_em),
+        (Agreement("token_f1", "SQuAD f1 (torchmetrics)", tolerance=1e-6), token_f1, squad_f1),
+        (Agreement("exact_match", "SQuAD exact match (torchmetrics)"), exact_match, squad_em),
         (
             Agreement('rouge_l(tokenizer="rouge-score")', "rouge-score RougeScorer(['rougeL'])"),
             lambda c, r: rouge_l(c, r, tokenizer="rouge-score"),
             rouge,
         ),
         (Agreement("rouge_l (unicode, the default)", "rouge-score RougeScorer(['rougeL'])"), rouge_l, rouge),
-        (Agreement("token_f1_multilingual", "SQuAD v1.1 f1_score"), token_f1_multilingual, squad_f1),
         (
-            Agreement("exact_match_multilingual", "SQuAD v1.1 exact_match_score"),
+            Agreement("token_f1_multilingual", "SQuAD f1 (torchmetrics)", tolerance=1e-6),
+            token_f1_multilingual,
+            squad_f1,
+        ),
+        (
+            Agreement("exact_match_multilingual", "SQuAD exact match (torchmetrics)"),
             exact_match_multilingual,
             squad_em,
         ),
@@ -120,11 +134,12 @@ def measure(rows: Sequence[Any]) -> list[Agreement]:
             ascii_only = row.candidate.isascii() and reference.isascii()
             for counts, ours, theirs in checks:
                 counts.add(
-                    float(ours(row.candidate, [reference])) == theirs(row.candidate, [reference]), ascii_only
+                    counts.same(float(ours(row.candidate, [reference])), theirs(row.candidate, [reference])),
+                    ascii_only,
                 )
         for counts, ours, theirs in checks:
             counts.add_row(
-                float(ours(row.candidate, row.references)) == theirs(row.candidate, row.references)
+                counts.same(float(ours(row.candidate, row.references)), theirs(row.candidate, row.references))
             )
     return [counts for counts, _, _ in checks]
 
@@ -169,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     rows = first_rows(shared_data.answer_rows(folder), args.limit)
     sources = sorted({r.source for r in rows})
-    print(f"{len(rows):,} rows ({', '.join(sources)}); equal = the same float (==)\n")
+    print(f"{len(rows):,} rows ({', '.join(sources)}); equal = the same float (F1: within 1e-6, float32)\n")
     print(table(measure(rows)))
     return 0
 

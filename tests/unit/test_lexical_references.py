@@ -1,5 +1,6 @@
 """The lexical metrics against their reference implementations: ``token_f1`` and ``exact_match`` against the
-official SQuAD v1.1 script (``tests/squad_reference.py``, a literal transcription), ``rouge_l`` against the
+official SQuAD script's normalisation as torchmetrics implements it (``tests/squad_reference.py``; F1 within
+float32's 1e-6, and v1.1's 0 where both answers normalise to nothing), ``rouge_l`` against the
 rouge-score library; on hand-picked tricky pairs always, and on every real answer pair of the two answer-fit dev
 sets (17,121 pairs, 9,249 rows) when ``shared/data`` is there (``tests/shared_data.py`` says where it looks)."""
 
@@ -63,9 +64,9 @@ TRICKY = [
 def test_tricky_pairs_score_as_the_squad_script(
     candidate: str, reference: str, f1: float, em: bool, f1_ml: float, em_ml: bool
 ) -> None:
-    assert (
-        token_f1(candidate, reference) == squad.f1_score(candidate, reference) == pytest.approx(f1, abs=1e-15)
-    )
+    assert token_f1(candidate, reference) == pytest.approx(f1, abs=1e-15)
+    if not squad.both_empty(candidate, reference):
+        assert token_f1(candidate, reference) == pytest.approx(squad.f1_score(candidate, reference), abs=1e-6)
     assert exact_match(candidate, reference) is squad.exact_match_score(candidate, reference) is em
     assert normalize_squad(candidate) == squad.normalize_answer(candidate)
     assert token_f1_multilingual(candidate, reference) == pytest.approx(f1_ml, abs=1e-15)
@@ -85,7 +86,7 @@ def test_several_references_take_the_best_as_the_script_does() -> None:
     refs = ["FedExField in Landover, Maryland", "the Washington metropolitan area"]
     for candidate in ("washington metropolitan area", "Landover , Maryland", "Washington, D.C.", "nowhere"):
         expected = squad.metric_max_over_ground_truths(squad.f1_score, candidate, refs)
-        assert token_f1(candidate, refs) == expected
+        assert token_f1(candidate, refs) == pytest.approx(expected, abs=1e-6)
         assert exact_match(candidate, refs) is squad.metric_max_over_ground_truths(
             squad.exact_match_score, candidate, refs
         )
@@ -140,20 +141,25 @@ def real_rows() -> list[AnswerRow]:
     return rows
 
 
-def test_squad_metrics_equal_the_script_on_every_real_pair(real_rows: list[AnswerRow]) -> None:
+def test_squad_metrics_equal_the_reference_on_every_real_pair(real_rows: list[AnswerRow]) -> None:
     pairs = 0
     for row in real_rows:
         for reference in row.references:
-            assert token_f1(row.candidate, reference) == squad.f1_score(row.candidate, reference), (
-                row,
-                reference,
-            )
+            ours = token_f1(row.candidate, reference)
+            if squad.both_empty(row.candidate, reference):
+                assert ours == 0.0  # v1.1: no token in common (torchmetrics: v2.0's 1 for "no answer")
+            else:
+                assert ours == pytest.approx(squad.f1_score(row.candidate, reference), abs=1e-6), (
+                    row,
+                    reference,
+                )
             assert exact_match(row.candidate, reference) is squad.exact_match_score(row.candidate, reference)
+            assert normalize_squad(row.candidate) == squad.normalize_answer(row.candidate)
             pairs += 1
         refs = list(row.references)
-        assert token_f1(row.candidate, refs) == squad.metric_max_over_ground_truths(
-            squad.f1_score, row.candidate, refs
-        )
+        if not any(squad.both_empty(row.candidate, r) for r in refs):
+            best = squad.metric_max_over_ground_truths(squad.f1_score, row.candidate, refs)
+            assert token_f1(row.candidate, refs) == pytest.approx(best, abs=1e-6)
         assert exact_match(row.candidate, refs) is squad.metric_max_over_ground_truths(
             squad.exact_match_score, row.candidate, refs
         )
