@@ -27,6 +27,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -93,8 +94,10 @@ class Candidate(BaseModel):
         return self.source, self.request_id or self.source_id
 
 
+@lru_cache(maxsize=1 << 16)
 def question_key(question: str) -> str:
-    """The key of a question: ``q_`` and a hash of its normalised form (:func:`normalise`)."""
+    """The key of a question: ``q_`` and a hash of its normalised form (:func:`normalise`); recent questions'
+    keys are remembered (a build asks for each candidate's key several times)."""
     return "q_" + content_hash(normalise(question))[:16]
 
 
