@@ -86,8 +86,8 @@ def embed_all(texts: Sequence[str], embedder_name: str, batch: int = 128) -> dic
 
 def contains_gold(gold: str, candidate: str) -> bool:
     """The containment baseline: the normalised gold answer occurs in the normalised candidate as whole words."""
-    g = sig.normalize_answer(gold)
-    return bool(g) and f" {g} " in f" {sig.normalize_answer(candidate)} "
+    g = sig.normalize_multilingual(gold)
+    return bool(g) and f" {g} " in f" {sig.normalize_multilingual(candidate)} "
 
 
 def featurise(rows: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]) -> Dataset:
@@ -104,11 +104,11 @@ def featurise(rows: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]) ->
             x.append([values[f] for f in FEATURES])
             pair_row.append(i)
         y.append(bool(row["label"]))
-        groups.append(sig.normalize_answer(question))
+        groups.append(sig.normalize_multilingual(question))
         source.append(row["set"])
         contain.append(any(contains_gold(g, cand) for g in row["reference"]))
         recall.append(max(sig.containment(g, cand) for g in row["reference"]))
-        f1.append(max(sig.token_f1(g, cand) for g in row["reference"]))
+        f1.append(max(sig.token_f1_multilingual(g, cand) for g in row["reference"]))
     xs, rows_of, ys, gs, ss, cs, rs, fs = (
         np.array(v) for v in (x, pair_row, y, groups, source, contain, recall, f1)
     )

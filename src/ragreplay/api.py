@@ -146,9 +146,9 @@ def retrieval_metrics(
 
 
 def lexical_metrics(answer: str, reference: str) -> dict[str, float]:
-    """``bleu`` (sacrebleu's sentence BLEU / 100), ``rouge_l``, ``token_f1`` and ``exact_match`` (0 or 1) of
-    ``answer`` against ``reference``, all 0-1, as ``ragreplay eval`` scores them; ``ValueError`` for a blank
-    reference (nothing to compare with)."""
+    """``bleu`` (sacrebleu's sentence BLEU / 100), ``rouge_l``, ``token_f1`` and ``exact_match`` (SQuAD v1.1's,
+    0 or 1) of ``answer`` against ``reference``, all 0-1, as ``ragreplay eval`` scores them; ``ValueError`` for a
+    blank reference (nothing to compare with)."""
     row = EvalRow(id="row", question="", answer=answer, reference=reference)
     scores = lexical_scores(row)
     if not scores:

@@ -91,6 +91,16 @@ def test_unlabelled_first_ai_still_consumes_the_question() -> None:
     }
 
 
+def test_a_blank_answer_is_empty_answer_with_or_without_feedback_or_a_question() -> None:
+    # an unlabelled blank answer (a tool-call turn a reader left empty) says empty_answer, not no_feedback
+    c = conv(msg(A, " "), msg(H, "q"), msg(A, ""), msg(A, "\n", GOOD))
+    assert skip_reasons(c) == {
+        0: SkipReason.EMPTY_ANSWER,
+        2: SkipReason.EMPTY_ANSWER,
+        3: SkipReason.EMPTY_ANSWER,
+    }
+
+
 def test_unlabelled_messages_skip_as_no_feedback_before_any_structural_reason() -> None:
     c = conv(msg(A, "welcome"), msg(H, "q"), msg(A, "a"), msg(A, "b"))
     assert skip_reasons(c) == {

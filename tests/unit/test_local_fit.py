@@ -27,19 +27,26 @@ from ragreplay.judges.local_fit import (
 # ---------------------------------------------------------------- signals
 
 
-def test_normalize_answer_drops_case_punctuation_and_english_and_dutch_articles() -> None:
-    assert sig.normalize_answer("The  Hague!") == "hague"
-    assert sig.normalize_answer("De auto, het huis en een fiets.") == "auto huis en fiets"
-    assert sig.normalize_answer("1,000 euros") == sig.normalize_answer("1000 euros") == "1000 euros"
-    assert sig.exact_match("An apple.", "apple") and not sig.exact_match("apple", "apples")
+def test_normalize_multilingual_drops_case_punctuation_and_english_and_dutch_articles() -> None:
+    assert sig.normalize_multilingual("The  Hague!") == "hague"
+    assert sig.normalize_multilingual("De auto, het huis en een fiets.") == "auto huis en fiets"
+    assert (
+        sig.normalize_multilingual("1,000 euros") == sig.normalize_multilingual("1000 euros") == "1000 euros"
+    )
+    assert sig.exact_match_multilingual("An apple.", "apple") and not sig.exact_match_multilingual(
+        "apple", "apples"
+    )
 
 
 def test_token_f1_and_containment() -> None:
-    assert sig.token_f1("Lisa Jansen", "lisa jansen.") == 1.0
-    assert sig.token_f1("a b", "c d") == 0.0
-    assert sig.token_f1("lisa age", "lisa age now") == pytest.approx(0.8)
-    assert sig.token_f1("", "") == 1.0 and sig.token_f1("x", "") == 0.0
-    assert sig.token_f1("how old is lisa 30", "lisa is 30", ignore={"how", "old", "is", "lisa"}) == 1.0
+    assert sig.token_f1_multilingual("Lisa Jansen", "lisa jansen.") == 1.0
+    assert sig.token_f1_multilingual("a b", "c d") == 0.0
+    assert sig.token_f1_multilingual("lisa age", "lisa age now") == pytest.approx(0.8)
+    assert sig.token_f1_multilingual("", "") == 1.0 and sig.token_f1_multilingual("x", "") == 0.0
+    assert (
+        sig.token_f1_multilingual("how old is lisa 30", "lisa is 30", ignore={"how", "old", "is", "lisa"})
+        == 1.0
+    )
     assert sig.containment("25 days", "You get 25 days a year") == 1.0
     assert sig.containment("You get 25 days a year", "25 days") == pytest.approx(2 / 5)
 
@@ -131,7 +138,9 @@ class FakeEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.batches.append(list(texts))
-        rows = [np.random.default_rng(sum(map(ord, sig.normalize_answer(t)))).normal(size=8) for t in texts]
+        rows = [
+            np.random.default_rng(sum(map(ord, sig.normalize_multilingual(t)))).normal(size=8) for t in texts
+        ]
         vectors = np.array(rows)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 

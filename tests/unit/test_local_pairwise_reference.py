@@ -16,7 +16,7 @@ from ragreplay.gate.job import GateSides, judge_item
 from ragreplay.judges.local_pairwise import LocalPairwiseJudge, PairwiseModel, load_model
 from ragreplay.judges.local_pairwise_signals import SideSignals, length, names, token_fscore
 from ragreplay.judges.position import judge_pair
-from ragreplay.judges.signals import token_f1
+from ragreplay.judges.signals import token_f1_multilingual
 
 QUESTION = "How many vacation days do full-time employees get per year?"
 REFERENCE = (
@@ -107,8 +107,8 @@ def test_closeness_to_the_reference_weighs_covering_it_above_precision() -> None
     complete = "Staff get 25 days off per year, and they may take them when their manager has approved it."
     assert token_fscore(reference, reference) == pytest.approx(1.0)
     assert token_fscore(reference, "") == 0.0 and token_fscore("", "") == 1.0
-    assert token_fscore(reference, short, beta=1.0) == pytest.approx(token_f1(reference, short))
-    assert token_f1(reference, short) > token_f1(reference, complete)
+    assert token_fscore(reference, short, beta=1.0) == pytest.approx(token_f1_multilingual(reference, short))
+    assert token_f1_multilingual(reference, short) > token_f1_multilingual(reference, complete)
     assert token_fscore(reference, complete) > token_fscore(reference, short)
 
 

@@ -20,6 +20,7 @@ from ragreplay.cli.common import (
     progress_display,
     settings_from,
 )
+from ragreplay.cli.ingest_preview import dry_run_tables
 from ragreplay.cli.json_output import check_output_format, write_json
 from ragreplay.errors import ConfigError
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
@@ -27,12 +28,14 @@ from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.yaml_files import load_model, read_yaml
 from ragreplay.store.location import store_exists
 
+_SHOWN_APART = ("preview", "records_read", "records_ignored")
+
 
 def _summary_table(summary: IngestSummary, title: str) -> Table:
     table = Table(title=title, show_header=False)
     table.add_column("what", style="bold")
     table.add_column("count", justify="right")
-    for key, value in summary.model_dump(mode="json").items():
+    for key, value in summary.model_dump(mode="json", exclude=set(_SHOWN_APART)).items():
         if isinstance(value, dict):
             for sub, n in sorted(value.items()):
                 table.add_row(f"{key}: {sub}", str(n))
@@ -77,7 +80,8 @@ def ingest(
         Path | None,
         typer.Argument(
             help="Conversation log: canonical JSONL, flat CSV/JSONL, OpenAI chat JSONL, or a Langfuse, LangSmith, "
-            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export (or --from-langfuse)"
+            "Phoenix/OpenInference or OpenTelemetry (OTLP JSON) trace export: JSON, JSONL, Parquet, CSV, or a "
+            "folder of export files (or --from-langfuse)"
         ),
     ] = None,
     db: DbOption = None,
@@ -94,7 +98,13 @@ def ingest(
             help="YAML field mapping: column names, feedback spellings, rating_threshold, feedback_names"
         ),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count; write nothing")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Validate and count, show the first turns and where each value came from; write nothing",
+        ),
+    ] = False,
     output_format: Annotated[
         str,
         typer.Option(
@@ -151,6 +161,8 @@ def ingest(
             return
         seen = f" and already ingested as source {summary.source_id}" if summary.already_ingested else ""
         console.print(_summary_table(summary, f"{path} is valid{seen} (dry run: nothing written)"))
+        for table in dry_run_tables(summary):
+            console.print(table)
         return
     with (
         open_store(settings.db, create=True) as store,

@@ -137,6 +137,11 @@ def _report_build(built: BuiltSet) -> None:
     )
     _say(f"read {'; '.join(found)}")
     _say(f"pool: {pools}; {figures.near_duplicates_merged} near-duplicate(s) merged")
+    sampled = [f"{s} {kept:,} of {held:,}" for s, (kept, held) in figures.phase_one.items() if kept < held]
+    if sampled:
+        _say(
+            f"sampled before comparing (phase one, weights account for it): {'; '.join(sampled)} question(s)"
+        )
     graduated = record.recipe.get("graduated", [])
     if graduated:
         _say(f"{len(graduated)} wound(s) graduated to wins (fixed in their last gates)")

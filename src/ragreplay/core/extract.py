@@ -22,9 +22,10 @@ def extract_cases(conv: Conversation, history_up_to: int | None = None) -> tuple
     - a **human, system or tool** message carrying feedback is skipped as ``FEEDBACK_ON_NON_AI``;
     - a **system or tool** message without feedback is skipped as ``SYSTEM_OR_TOOL``;
     - an **AI** message becomes a case, or is skipped with the first reason that applies, in this order:
-      ``NO_FEEDBACK`` (no label), ``NO_PRECEDING_HUMAN`` (no human message anywhere before it),
-      ``CONSECUTIVE_AI`` (its question was already answered by an earlier AI message, which keeps it),
-      ``EMPTY_ANSWER`` (blank content), ``EMPTY_QUERY`` (its question is blank).
+      ``EMPTY_ANSWER`` (blank content: with or without a label, there is no answer to replay, and a reader
+      that found no text must not hide behind ``NO_FEEDBACK``), ``NO_FEEDBACK`` (no label),
+      ``NO_PRECEDING_HUMAN`` (no human message anywhere before it), ``CONSECUTIVE_AI`` (its question was
+      already answered by an earlier AI message, which keeps it), ``EMPTY_QUERY`` (its question is blank).
 
     So ``len(cases) + len(skips) == len(messages) - (human messages without feedback)``.
 
@@ -55,14 +56,14 @@ def extract_cases(conv: Conversation, history_up_to: int | None = None) -> tuple
             continue
 
         query_index, pending_query = pending_query, None
-        if message.feedback is None:
+        if not message.content.strip():
+            skip(index, SkipReason.EMPTY_ANSWER)
+        elif message.feedback is None:
             skip(index, SkipReason.NO_FEEDBACK)
         elif not seen_human:
             skip(index, SkipReason.NO_PRECEDING_HUMAN)
         elif query_index is None:
             skip(index, SkipReason.CONSECUTIVE_AI)
-        elif not message.content.strip():
-            skip(index, SkipReason.EMPTY_ANSWER)
         elif not conv.messages[query_index].content.strip():
             skip(index, SkipReason.EMPTY_QUERY)
         else:

@@ -26,7 +26,7 @@ import random
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -144,6 +144,8 @@ class Pooled:
     candidate: Candidate
     count: int
     merged: tuple[str, ...] = ()
+    phase_one: float = 1.0
+    """The probability that phase one (:func:`subsample`) kept this question: 1 when its stratum was small."""
 
 
 def pool(
@@ -176,6 +178,68 @@ def pool(
     return [Pooled(s, c, sum(counts[k].values())) for k, (s, c) in sorted(best.items())]
 
 
+PHASE_ONE_PER_PICK = 10
+"""Phase one keeps this many questions of a stratum per pick of its quota (e.g. 800 for 80 wins), drawn at
+random, before any two questions are compared: the build's cost follows the quota, not the traffic."""
+PHASE_ONE_MIN = 500
+"""...and never fewer than this many: a stratum this small is taken whole (the exact build)."""
+
+
+def phase_one_size(quota: int) -> int:
+    """How many questions of a stratum with ``quota`` picks phase one keeps."""
+    return max(PHASE_ONE_MIN, PHASE_ONE_PER_PICK * quota)
+
+
+def subsample(
+    pooled: Sequence[Pooled], sizes: Mapping[Stratum, int], seed: int, keep: frozenset[str] = frozenset()
+) -> list[Pooled]:
+    """Phase one of a two-phase design: in each stratum holding more than :func:`phase_one_size` questions
+    (pinned ones aside), keep a simple random sample of that many (seeded), each with its probability
+    ``kept / held`` in ``phase_one``; smaller strata, and pinned keys (``keep``), are kept whole.
+
+    Near duplicates, clusters and the quota's draw (phase two) are then computed on what is kept, and an item's
+    inclusion probability is ``phase_one`` times phase two's: the Horvitz-Thompson weights stay unbiased for
+    production traffic (phase two is unbiased given the sample, phase one for the whole window), while the
+    comparisons cost O(kept^2), not O(held^2). Order is kept."""
+    rng = random.Random(f"{seed}:phase-one")
+    chosen: dict[int, float] = {}
+    for stratum in STRATA:
+        free = [i for i, p in enumerate(pooled) if p.stratum == stratum and p.candidate.key not in keep]
+        wanted = phase_one_size(sizes.get(stratum, 0))
+        if len(free) <= wanted:
+            chosen.update((i, 1.0) for i in free)
+        else:
+            chosen.update((i, wanted / len(free)) for i in rng.sample(free, wanted))
+    return [
+        p if p.candidate.key in keep else replace(p, phase_one=chosen[i])
+        for i, p in enumerate(pooled)
+        if i in chosen or p.candidate.key in keep
+    ]
+
+
+class _Leaders:
+    """Unit vectors kept so far, in order, for "the first of them with cosine >= t" asked once per new vector."""
+
+    def __init__(self, dims: int, capacity: int) -> None:
+        import numpy as np
+
+        self.rows = np.zeros((max(capacity, 1), dims), dtype=np.float32)
+        self.ids: list[int] = []
+
+    def first_close(self, vector: np.ndarray, threshold: float) -> int | None:
+        """The index (in order of adding) of the first kept vector with cosine >= ``threshold``, if any."""
+        if not self.ids:
+            return None
+        hits = (self.rows[: len(self.ids)] @ vector) >= threshold
+        first = int(hits.argmax())
+        return first if bool(hits[first]) else None
+
+    def add(self, vector: np.ndarray, ident: int) -> None:
+        """Keep ``vector`` under ``ident``."""
+        self.rows[len(self.ids)] = vector
+        self.ids.append(ident)
+
+
 def merge_near_duplicates(
     pooled: Sequence[Pooled],
     vectors: np.ndarray,
@@ -184,33 +248,28 @@ def merge_near_duplicates(
 ) -> list[Pooled]:
     """Merge questions of one stratum whose unit vectors have cosine >= ``threshold`` into the first of them
     (counts add, the merged keys are recorded). ``vectors[i]`` belongs to ``pooled[i]``. A key in ``keep``
-    (a pinned question) is never merged into another one (others may merge into it)."""
+    (a pinned question) is never merged into another one (others may merge into it). Each question is
+    compared with the kept ones of its stratum in one matrix product."""
     if len(pooled) != len(vectors):
         raise ValueError("one vector per pooled question")
+    dims = vectors.shape[1] if len(vectors) else 1
+    leaders = {stratum: _Leaders(dims, sum(p.stratum == stratum for p in pooled)) for stratum in STRATA}
     kept: list[int] = []
     merged: dict[int, list[int]] = {}
     for i, item in enumerate(pooled):
-        target = None
-        if item.candidate.key not in keep:
-            target = next(
-                (
-                    j
-                    for j in kept
-                    if pooled[j].stratum == item.stratum and float(vectors[i] @ vectors[j]) >= threshold
-                ),
-                None,
-            )
-        if target is None:
+        own = leaders[item.stratum]
+        first = None if item.candidate.key in keep else own.first_close(vectors[i], threshold)
+        if first is None:
             kept.append(i)
             merged[i] = []
+            own.add(vectors[i], i)
         else:
-            merged[target].append(i)
+            merged[own.ids[first]].append(i)
     return [
-        Pooled(
-            pooled[i].stratum,
-            pooled[i].candidate,
-            pooled[i].count + sum(pooled[j].count for j in merged[i]),
-            pooled[i].merged
+        replace(
+            pooled[i],
+            count=pooled[i].count + sum(pooled[j].count for j in merged[i]),
+            merged=pooled[i].merged
             + tuple(k for j in merged[i] for k in (pooled[j].candidate.key, *pooled[j].merged)),
         )
         for i in kept
@@ -220,16 +279,14 @@ def merge_near_duplicates(
 def leader_clusters(vectors: np.ndarray, threshold: float = 0.8) -> list[int]:
     """Cluster unit vectors in order: each joins the first cluster whose leader has cosine >= ``threshold``
     with it, else it leads a new one. Deterministic for a given order; returns a cluster number per row."""
-    leaders: list[int] = []
+    leaders = _Leaders(vectors.shape[1] if len(vectors) else 1, len(vectors))
     labels: list[int] = []
     for i in range(len(vectors)):
-        for number, leader in enumerate(leaders):
-            if float(vectors[i] @ vectors[leader]) >= threshold:
-                labels.append(number)
-                break
-        else:
-            leaders.append(i)
-            labels.append(len(leaders) - 1)
+        first = leaders.first_close(vectors[i], threshold)
+        if first is None:
+            leaders.add(vectors[i], i)
+            first = len(leaders.ids) - 1
+        labels.append(first)
     return labels
 
 
@@ -342,6 +399,7 @@ def select(
 
 
 def _item(p: Pooled, cluster: int, probability: float, pinned: bool = False) -> SetItem:
+    probability *= p.phase_one
     return SetItem(
         key=p.candidate.key,
         stratum=p.stratum,

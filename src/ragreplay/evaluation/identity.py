@@ -19,6 +19,10 @@ RETRIEVAL_METRICS = ("P@5", "R@10", "Hit@5", "MRR", "nDCG@10", "MAP")
 """The retrieval metrics computed for a row with judgments (trec_eval conventions, linear gain)."""
 LEXICAL_METRICS = ("bleu", "rouge_l", "token_f1", "exact_match")
 """Computed for a row with a reference; ``bleu`` is sacrebleu's sentence BLEU divided by 100 (0-1)."""
+LEXICAL_VERSION = 2
+"""The lexical metrics' definitions, part of a run's identity so that a resumed run never mixes two: 2 since
+``token_f1`` and ``exact_match`` are the official SQuAD v1.1 script's (1: the local judges' multilingual
+normalisation, now ``ragreplay.metrics.token_f1_multilingual``)."""
 
 
 def row_identity(row: EvalRow) -> dict[str, Any]:
@@ -39,14 +43,15 @@ def config_hash(
     rows_per_call: int = 1,
 ) -> str:
     """The identity of a run: the rows' content, the judge, its prompt versions (the rubric's included), the
-    metrics, the repeats, the target's version and the rows per claims call (the last four only when asked
-    for, so a plain run keeps the identity it had)."""
+    metrics and the lexical ones' :data:`LEXICAL_VERSION`, the repeats, the target's version and the rows per
+    claims call (the last four only when asked for, so a plain run keeps the identity it had)."""
     identity: dict[str, object] = {
         "rows": content_hash([row_identity(r) for r in rows], 32),
         "judge": judge_spec,
         "prompt_version": PROMPT_VERSION if judge_spec else None,
         "retrieval": list(RETRIEVAL_METRICS),
         "lexical": list(LEXICAL_METRICS),
+        "lexical_version": LEXICAL_VERSION,
     }
     if rubric is not None and judge_spec:
         identity["rubric"] = rubric_prompt_version(rubric)
@@ -67,12 +72,13 @@ def run_config(
     target: dict[str, str] | None = None,
     rows_per_call: int = 1,
 ) -> dict[str, object]:
-    """What a run record keeps of its options: the metrics, the rubric (to show its criteria and weights
-    again), the repeats, the target that answered the rows (name, version, file) and the rows per claims
-    call."""
+    """What a run record keeps of its options: the metrics (and the lexical ones' version), the rubric (to show
+    its criteria and weights again), the repeats, the target that answered the rows (name, version, file) and
+    the rows per claims call."""
     config: dict[str, object] = {
         "retrieval": list(RETRIEVAL_METRICS),
         "lexical": list(LEXICAL_METRICS),
+        "lexical_version": LEXICAL_VERSION,
         "rows": rows,
     }
     if rubric is not None:

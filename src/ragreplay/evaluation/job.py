@@ -57,7 +57,7 @@ def has_reference(row: EvalRow) -> bool:
 
 
 def lexical_scores(row: EvalRow) -> dict[str, MetricValue]:
-    """BLEU (0-1), ROUGE-L, token F1 and exact match against the reference (none without one)."""
+    """BLEU (0-1), ROUGE-L, SQuAD v1.1's token F1 and exact match against the reference (none without one)."""
     if not has_reference(row) or row.reference is None:
         return {}
     ref = row.reference

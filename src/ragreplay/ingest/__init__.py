@@ -9,7 +9,6 @@ reported whole (up to 20 problems) and nothing is written.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +19,8 @@ from ragreplay.core.runs import SourceRecord
 from ragreplay.core.types import Case, Conversation, Skip
 from ragreplay.errors import ConfigError, InputError, InputProblem
 from ragreplay.ingest.canonical import read_canonical
-from ragreplay.ingest.detect import FORMATS, detect_format
+from ragreplay.ingest.detect import FORMATS, TRACE_FORMATS, detect_format
+from ragreplay.ingest.export_folder import content_digest, signature, total_bytes
 from ragreplay.ingest.feedback import FeedbackValueError, parse_feedback
 from ragreplay.ingest.flat import read_flat
 from ragreplay.ingest.langfuse import read_langfuse
@@ -29,7 +29,9 @@ from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.openai_chat import read_openai
 from ragreplay.ingest.openinference import read_openinference
 from ragreplay.ingest.otel_genai import read_otel
-from ragreplay.ingest.problems import ProblemLog, ProgressFn, open_binary
+from ragreplay.ingest.preview import TurnPreview, turn_previews
+from ragreplay.ingest.problems import ProblemLog, ProgressFn
+from ragreplay.ingest.provenance import observing
 from ragreplay.ingest.tally import IngestSummary, Tally
 
 __all__ = [
@@ -87,12 +89,8 @@ class IngestStore(Protocol):
 
 
 def source_id_for(path: Path) -> str:
-    """``src_`` + the first 16 hex digits of the SHA-256 of the file's bytes."""
-    digest = hashlib.sha256()
-    with open_binary(Path(path)) as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return "src_" + digest.hexdigest()[:16]
+    """``src_`` + the first 16 hex digits of the SHA-256 of the file's bytes (of a folder's export files)."""
+    return "src_" + content_digest(Path(path))[:16]
 
 
 def _format(path: Path, fmt: str | None, mapping: FieldMapping) -> str:
@@ -100,6 +98,15 @@ def _format(path: Path, fmt: str | None, mapping: FieldMapping) -> str:
         return detect_format(path, mapping)
     if fmt.lower() not in FORMATS:
         raise ConfigError(f"unknown log format {fmt!r}. Fix: use one of {', '.join(FORMATS)}.")
+    if path.is_dir() and fmt.lower() not in TRACE_FORMATS:
+        problem = InputProblem(
+            str(path),
+            None,
+            None,
+            f"a folder is read only as a tracing tool's export, not as {fmt.lower()}",
+            "pass one log file",
+        )
+        raise InputError([problem])
     return fmt.lower()
 
 
@@ -140,13 +147,41 @@ def iter_file_cases(
         yield from extract_cases(conv)[0]
 
 
-def _count(
-    path: Path, fmt: str, mapping: FieldMapping | None, progress: Callable[[int], None] | None
-) -> Tally:
+def _dry_count(
+    path: Path,
+    source_id: str,
+    fmt: str,
+    mapping: FieldMapping | None,
+    progress: Callable[[int], None] | None,
+    already_ingested: bool = False,
+) -> IngestSummary:
+    """Read the whole file, counting what it holds and keeping its first turns with where each value came from."""
     tally = Tally()
-    for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
-        tally.add(conv, *extract_cases(conv, history_up_to=SHORT_HISTORY))
-    return tally
+    previews: list[TurnPreview] = []
+    with observing() as seen:
+        for _, conv in iter_conversations(path, fmt, mapping, progress=progress):
+            tally.add(conv, *extract_cases(conv, history_up_to=SHORT_HISTORY))
+            if len(previews) < seen.preview_turns:
+                origins = seen.origins.get(conv.id)
+                previews += turn_previews(conv, origins, fmt, seen.preview_turns - len(previews))
+    summary = tally.summary(str(source_id), str(path), fmt, dry_run=True, already_ingested=already_ingested)
+    read = dict(seen.read) or _streamed_records(fmt, tally)
+    return summary.model_copy(
+        update={
+            "preview": previews,
+            "records_read": dict(sorted(read.items())),
+            "records_ignored": dict(sorted(seen.ignored.items())),
+        }
+    )
+
+
+def _streamed_records(fmt: str, tally: Tally) -> dict[str, int]:
+    """The streamed formats read one conversation a line (canonical, openai) or one message a row (flat)."""
+    if fmt in TRACE_FORMATS:
+        return {}
+    if fmt == "flat":
+        return {"row (a message)": tally.messages}
+    return {"line (a conversation)": tally.conversations} if tally.conversations else {}
 
 
 def validate_file(
@@ -155,12 +190,13 @@ def validate_file(
     mapping: FieldMapping | None = None,
     progress: ProgressFn | None = None,
 ) -> IngestSummary:
-    """Read the whole file and count what it holds; raises :class:`InputError` with all its problems."""
+    """Read the whole file and count what it holds (with its first turns and where each value came from: the
+    summary's ``preview``, ``records_read``, ``records_ignored``); raises :class:`InputError` with all its
+    problems."""
     path = Path(path)
     source_id = source_id_for(path)
     fmt = _format(path, fmt, mapping or FieldMapping())
-    tally = _count(path, fmt, mapping, _scaled(progress, 0, path.stat().st_size))
-    return tally.summary(source_id, str(path), fmt, dry_run=True)
+    return _dry_count(path, source_id, fmt, mapping, _scaled(progress, 0, total_bytes(path)))
 
 
 def ingest_file(
@@ -185,21 +221,20 @@ def ingest_file(
     seen = store is not None and store.cases.has_source(source_id)
     if seen and not dry_run:
         return IngestSummary(source_id=source_id, path=str(path), format=fmt, already_ingested=True)
-    before = path.stat()
+    before = signature(path)
+    size = sum(part[1] for part in before)
     if dry_run or store is None:
-        tally = _count(path, fmt, mapping, _scaled(progress, 0, before.st_size))
-        return tally.summary(source_id, str(path), fmt, dry_run=True, already_ingested=seen)
+        return _dry_count(path, source_id, fmt, mapping, _scaled(progress, 0, size), already_ingested=seen)
 
     tally = Tally()
 
     def items() -> Iterator[tuple[Conversation, Sequence[Case], Sequence[Skip]]]:
-        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, before.st_size)):
+        for _, conv in iter_conversations(path, fmt, mapping, progress=_scaled(progress, 0, size)):
             # the store keeps each conversation's dialogue once, so the cases need not carry their history
             cases, skips = extract_cases(conv, history_up_to=SHORT_HISTORY)
             tally.add(conv, cases, skips)
             yield conv, cases, skips
-        after = path.stat()
-        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        if signature(path) != before:
             # raising here makes the store roll the transaction back
             problem = InputProblem(
                 str(path), None, None, "the file changed while it was being ingested", "ingest again"

@@ -1,5 +1,7 @@
 """JSON records of a tracing tool's export: JSON Lines, or one pretty-printed JSON document (array or object).
 
+A Parquet or CSV table gives one record per row (:mod:`~ragreplay.ingest.table_records`); a folder, the records
+of each of its export files in turn (:mod:`~ragreplay.ingest.export_folder`).
 JSON Lines stream one record per line (a line holding a list of objects yields each). A file whose first line
 is not a whole JSON value (``[`` or ``{`` on its own, as ``json.dump(..., indent=2)`` writes) is one document:
 it is read whole, up to :data:`MAX_DOCUMENT_BYTES`; an array's items keep the line they start on, an object is
@@ -13,9 +15,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ragreplay.ingest.export_folder import export_files
 from ragreplay.ingest.json_text import JsonTextError, lone_surrogate_at, parse_json
 from ragreplay.ingest.jsonl import EMPTY_FIX, json_objects
 from ragreplay.ingest.problems import ProblemLog, Record, open_binary
+from ragreplay.ingest.table_records import is_table, table_records
 
 #: The largest single (not line-delimited) JSON document read.
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
@@ -33,9 +37,9 @@ def trace_records(
     """Each JSON object record of ``path`` with a :class:`Record` for its line (see the module's docstring), up to
     :data:`MAX_TRACE_RECORDS`; past it, a problem and no more records."""
     records = (
-        _document_records(path, problems, progress)
-        if is_document(path)
-        else json_objects(path, problems, progress, arrays=True)
+        _folder_records(path, problems, progress)
+        if path.is_dir()
+        else _file_records(path, problems, progress)
     )
     for count, item in enumerate(records, start=1):
         if count > MAX_TRACE_RECORDS:
@@ -47,6 +51,40 @@ def trace_records(
             )
             return
         yield item
+
+
+def _file_records(
+    path: Path, problems: ProblemLog, progress: Callable[[int], None] | None
+) -> Iterator[tuple[Record, dict[str, Any]]]:
+    if is_table(path):
+        return table_records(path, problems, progress)
+    if is_document(path):
+        return _document_records(path, problems, progress)
+    return json_objects(path, problems, progress, arrays=True)
+
+
+def _folder_records(
+    folder: Path, problems: ProblemLog, progress: Callable[[int], None] | None
+) -> Iterator[tuple[Record, dict[str, Any]]]:
+    """The records of each export file of ``folder`` in turn; the i-th file's line n is the folder's line
+    ``i * PART_STRIDE + n`` (a problem names the file and its own line: :meth:`ProblemLog.begin_part`)."""
+    done = 0
+    try:
+        for file in export_files(folder):
+            offset = problems.begin_part(str(file))
+
+            def advanced(read: int, before: int = done) -> None:
+                if progress is not None:
+                    progress(before + read)
+
+            for rec, obj in _file_records(file, problems, advanced):
+                rec.line = None if rec.line is None else rec.line + offset
+                yield rec, obj
+                if problems.stopped:
+                    return
+            done += file.stat().st_size
+    finally:
+        problems.end_parts()
 
 
 def is_document(path: Path) -> bool:

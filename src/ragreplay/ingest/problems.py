@@ -16,6 +16,9 @@ MAX_PROBLEMS = 20
 #: ``(bytes_read, total_bytes)``, called now and then while a file is read.
 ProgressFn = Callable[[int, int], None]
 
+#: What a folder's files' lines are apart: the i-th file's line n is the folder's line i * PART_STRIDE + n.
+PART_STRIDE = 1_000_000_000
+
 _PROGRESS_EVERY = 1 << 16  # bytes between progress callbacks
 
 
@@ -31,11 +34,41 @@ class ProblemLog:
         self.limit = limit
         self.problems: list[InputProblem] = []
         self.more = 0
+        self._parts: list[str] = []
+        self._reading: int | None = None
+
+    def begin_part(self, file: str) -> int:
+        """Start reading ``file`` as the next of a folder's files; returns the number added to its lines to make
+        them the folder's lines (:data:`PART_STRIDE` times its index). While it is read, a problem's line is its
+        own; once :meth:`end_parts` is called, a line is the folder's, and names its file and line within it."""
+        self._parts.append(file)
+        self._reading = len(self._parts) - 1
+        return self._reading * PART_STRIDE
+
+    def end_parts(self) -> None:
+        """Every file of the folder is read: lines are the folder's from now on."""
+        self._reading = None
+
+    def _locate(self, line: int | None) -> tuple[str, int | None]:
+        if not self._parts:
+            return self.file, line
+        if self._reading is not None and (line is None or line < PART_STRIDE):
+            return self._parts[self._reading], line
+        if line is None:
+            return self.file, None
+        part, local = divmod(line, PART_STRIDE)
+        return (self._parts[part], local) if part < len(self._parts) else (self.file, line)
+
+    def where(self, line: int | None) -> str:
+        """``file:line`` of a line as the readers number it (a folder's line names its file)."""
+        file, local = self._locate(line)
+        return file if local is None else f"{file}:{local}"
 
     def add(self, line: int | None, field: str | None, message: str, fix: str = "") -> None:
         """Record one problem at ``line`` (1-based) and ``field`` (a dotted path or a column name)."""
         if len(self.problems) < self.limit:
-            self.problems.append(InputProblem(self.file, line, field, message, fix))
+            file, line = self._locate(line)
+            self.problems.append(InputProblem(file, line, field, message, fix))
         else:
             self.more += 1
 
@@ -49,7 +82,7 @@ class ProblemLog:
 
     def error(self) -> InputError:
         """An :class:`InputError` listing the problems in file order."""
-        ordered = sorted(self.problems, key=lambda p: -1 if p.line is None else p.line)
+        ordered = sorted(self.problems, key=lambda p: (p.file, -1 if p.line is None else p.line))
         return InputError(ordered, self.more)
 
     def raise_if_any(self) -> None:

@@ -4,11 +4,13 @@ Each format reads a span into :class:`SpanFacts` (what it says about the request
 the spans of a trace: the root span's input and output are the question and answer, the model calls fill
 what the root leaves out (the first call's last user message, the last call's answer), retriever spans give
 the chunks in start order, and any span may carry the session (conversation) and user ids. Also the OTLP JSON
-decoding: ``resourceSpans`` / ``scopeSpans`` / ``spans`` with ``{key, value: AnyValue}`` attribute lists.
+decoding: ``resourceSpans`` / ``scopeSpans`` / ``spans`` with ``{key, value: AnyValue}`` attribute lists, ids in
+hex or (protobuf's JSON mapping) base64.
 """
 
 from __future__ import annotations
 
+import binascii
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -134,6 +136,21 @@ def nanos_ts(value: Any, rec: Record, field_name: str) -> datetime | None:
         return None
 
 
+def hex_id(value: Any) -> str | None:
+    """A trace or span id as hex: hex as OTLP JSON writes it stays, base64 (protobuf's JSON mapping: 24
+    characters for a trace id, 12 for a span id) becomes hex; anything else is returned as text."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if len(text) in (12, 24) and not all(c in "0123456789abcdefABCDEF" for c in text):
+        try:
+            raw = binascii.a2b_base64(text, strict_mode=True)
+        except (binascii.Error, ValueError):
+            return text
+        return raw.hex() if len(raw) in (8, 16) else text
+    return text
+
+
 def any_value(value: Any) -> Any:
     """An OTLP ``AnyValue`` (``{"stringValue": ...}``, ``intValue``, ``arrayValue``, ``kvlistValue``...) as Python."""
     if not isinstance(value, dict):
@@ -199,8 +216,8 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 def _otlp_span(rec: Record, span: dict[str, Any], where: str, resource: dict[str, Any]) -> OtlpSpan | None:
     fix = "export spans with the OTLP JSON encoding (traceId and spanId as hex strings)"
-    trace_id = required_id(span.get("traceId"), rec, f"{where}.traceId", fix)
-    span_id = required_id(span.get("spanId"), rec, f"{where}.spanId", fix)
+    trace_id = hex_id(required_id(span.get("traceId"), rec, f"{where}.traceId", fix))
+    span_id = hex_id(required_id(span.get("spanId"), rec, f"{where}.spanId", fix))
     start = nanos_ts(span.get("startTimeUnixNano"), rec, f"{where}.startTimeUnixNano")
     end = nanos_ts(span.get("endTimeUnixNano"), rec, f"{where}.endTimeUnixNano")
     events = []
@@ -215,7 +232,5 @@ def _otlp_span(rec: Record, span: dict[str, Any], where: str, resource: dict[str
         **{k: v for k, v in resource.items() if k in ("user.id", "session.id")},
         **attributes(span.get("attributes")),
     }
-    parent = span.get("parentSpanId")
-    return OtlpSpan(
-        trace_id, span_id, parent or None, str(span.get("name") or ""), start, end, attrs, events, where
-    )
+    parent = hex_id(span.get("parentSpanId"))
+    return OtlpSpan(trace_id, span_id, parent, str(span.get("name") or ""), start, end, attrs, events, where)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ragreplay.core.types import Case, Conversation, Skip
+from ragreplay.ingest.preview import TurnPreview
 
 
 class IngestSummary(BaseModel):
@@ -29,6 +30,12 @@ class IngestSummary(BaseModel):
     already_ingested: bool = False
     dry_run: bool = False
     written: bool = False
+    #: a dry run's first turns, each value with the source field it came from
+    preview: list[TurnPreview] = Field(default_factory=list)
+    #: a dry run's records read and used, by kind (tracing exports; the streamed formats count their lines)
+    records_read: dict[str, int] = Field(default_factory=dict)
+    #: a dry run's records read and left out, by reason
+    records_ignored: dict[str, int] = Field(default_factory=dict)
 
 
 class Tally:

@@ -1,13 +1,20 @@
 """Questions, answers, chat messages and retrieved chunks out of the payloads tracing tools record.
 
 A trace's input and output are whatever the application passed: a string, ``{"question": ...}``, a chat
-message list (OpenAI ``role``/``content``, LangChain serialized messages, OpenTelemetry ``parts``), a
-chat-completions response (``choices``), a LangChain LLM result (``generations``), or JSON text of any of
-these. These readers never fail: what they cannot read is empty (the message then becomes a counted skip).
+message list (OpenAI ``role``/``content`` with ``tool_calls`` and tool turns, LangChain serialized messages,
+OpenTelemetry and Gemini ``parts``, Anthropic content blocks), an agent's state (LangGraph ``{"messages":
+[...]}``), OpenAI Responses API items (``message``, ``function_call``, ``function_call_output``; a response's
+``output``), a Gemini request (``contents``) or response (``candidates``), a chat-completions response
+(``choices``), a LangChain LLM result (``generations``), a traced function's ``{"args": [...]}``, or JSON
+text of any of these, nested to any depth (Langfuse stores JSON text inside JSON text: ``"\"What is
+Langfuse?\""``), or the Python ``repr`` of a dict of literals. A question is the last user message; an
+answer is the final assistant message's text (a tool-call turn's is empty). These readers never fail: what
+they cannot read is empty (the message then becomes a counted skip).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from typing import Any
@@ -16,7 +23,20 @@ from ragreplay.core.ids import content_hash
 from ragreplay.core.types import RetrievedChunk, Role
 from ragreplay.ingest.fields import ROLE_SYNONYMS
 
-_IN_KEYS = ("question", "query", "input", "user_input", "prompt", "messages", "message", "content", "text")
+_IN_KEYS = (
+    "question",
+    "query",
+    "input",
+    "user_input",
+    "prompt",
+    "messages",
+    "contents",
+    "new_message",
+    "message",
+    "content",
+    "text",
+    "args",
+)
 _OUT_KEYS = (
     "answer",
     "output",
@@ -43,20 +63,46 @@ _ID_KEYS = ("id", "document_id", "doc_id", "chunk_id", "document.id", "source")
 _SCORE_KEYS = ("score", "relevance_score", "similarity", "document.score")
 _TEXT_KEYS = ("content", "page_content", "text", "document.content")
 _LC_ROLES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system", "ToolMessage": "tool"}
+_ROLES = {**ROLE_SYNONYMS, "model": Role.AI}  # Gemini's assistant is "model"
+_TEXT_PARTS = ("text", "output_text", "input_text")
+#: OpenAI Responses API items without a role: a tool call is the assistant's turn (no text), its output a tool's
+_ITEM_ROLES = {"function_call": Role.AI, "function_call_output": Role.TOOL, "reasoning": None}
+_LIST_KEYS = ("choices", "candidates", "generations")
 _MAX_ID = 256
 _DEPTH = 6
+_MAX_DECODE = 8  # JSON text inside JSON text: how many layers are decoded
+_MAX_LITERAL = 200_000  # the longest Python repr read as a dict
 
 Turns = list[tuple[Role, str]]
 
 
 def maybe_json(value: Any) -> Any:
-    """``value`` parsed if it is JSON text of an object or a list, else ``value`` itself."""
-    if isinstance(value, str) and value[:1] in ("{", "[") and value.rstrip()[-1:] in ("}", "]"):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
+    """``value`` decoded while it is JSON text of an object, a list or a string (JSON inside JSON, up to
+    :data:`_MAX_DECODE` layers), or the Python ``repr`` of a dict of literals; else ``value`` itself."""
+    for _ in range(_MAX_DECODE):
+        if not isinstance(value, str):
             return value
+        decoded = _decode(value)
+        if decoded is value:
+            return value
+        value = decoded
     return value
+
+
+def _decode(text: str) -> Any:
+    head, tail = text[:1], text.rstrip()[-1:]
+    if (head, tail) in (("{", "}"), ("[", "]"), ('"', '"')):
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+    if text.startswith("{'") and tail == "}" and len(text) <= _MAX_LITERAL:
+        try:
+            literal = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return text
+        return literal if isinstance(literal, dict) else text
+    return text
 
 
 def _role(message: dict[str, Any]) -> Role | None:
@@ -68,7 +114,7 @@ def _role(message: dict[str, Any]) -> Role | None:
         if raw in (None, "constructor") and isinstance(ids, list) and ids:
             raw = _LC_ROLES.get(str(ids[-1]))
     if isinstance(raw, str):
-        return ROLE_SYNONYMS.get(raw.strip().lower())
+        return _ROLES.get(raw.strip().lower())
     return None
 
 
@@ -83,59 +129,86 @@ def _content(message: dict[str, Any]) -> str:
             texts = [
                 part.get("text", part.get("content"))
                 for part in value
-                if isinstance(part, dict) and part.get("type", "text") == "text"
+                if isinstance(part, dict) and part.get("type", "text") in _TEXT_PARTS
             ]
             return "\n".join(t for t in texts if isinstance(t, str))
     return ""
 
 
+def _item_role(item: dict[str, Any]) -> Role | bool | None:
+    """A chat item's role; ``None`` for an item to leave out (a reasoning summary); ``False`` if it is none."""
+    role = _role(item)
+    if role is not None:
+        return role
+    kind = item.get("type")
+    if isinstance(kind, str) and "role" not in item:
+        if kind in _ITEM_ROLES:
+            return _ITEM_ROLES[kind]
+        if kind.endswith("_call_output"):
+            return Role.TOOL
+        if kind.endswith("_call"):
+            return Role.AI
+    return False
+
+
 def chat_messages(value: Any) -> Turns | None:
-    """``(role, text)`` of a chat message list (also LangChain's ``[[...]]`` batch), or ``None`` if it is not one."""
+    """``(role, text)`` of a chat message list (also LangChain's ``[[...]]`` batch, an agent state's or a
+    request's ``messages``/``contents``, OpenAI Responses API items), or ``None`` if it is not one."""
     value = maybe_json(value)
-    if isinstance(value, dict) and isinstance(value.get("messages"), list):
-        value = value["messages"]
+    if isinstance(value, dict):
+        listed = value.get("messages", value.get("contents"))
+        if isinstance(listed, list):
+            value = listed
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
         value = value[0]
     if not isinstance(value, list) or not value or not all(isinstance(m, dict) for m in value):
         return None
-    roles = [_role(m) for m in value]
-    if any(r is None for r in roles):
+    roles = [_item_role(m) for m in value]
+    if any(r is False for r in roles) or not any(isinstance(r, Role) for r in roles):
         return None
-    return [(role, _content(m)) for role, m in zip(roles, value, strict=True) if role is not None]
+    return [(role, _content(m)) for role, m in zip(roles, value, strict=True) if isinstance(role, Role)]
 
 
 def question_of(value: Any, depth: int = 0) -> str:
-    """The user's question in a trace's input: the text, a known key, or the last human chat message."""
+    """The user's question in a trace's input: the text, a known key, a user message, the last user message of
+    a chat, or a traced function's one argument."""
     value = maybe_json(value)
     if isinstance(value, str):
         return value
     messages = chat_messages(value)
     if messages is not None:
         return next((text for role, text in reversed(messages) if role is Role.HUMAN), "")
-    if isinstance(value, dict) and depth < _DEPTH:
+    if depth >= _DEPTH:
+        return ""
+    if isinstance(value, dict):
+        if _role(value) is Role.HUMAN:
+            return _content(value)
         for key in _IN_KEYS:
             if key in value:
                 return question_of(value[key], depth + 1)
+    if isinstance(value, list) and len(value) == 1:
+        return question_of(value[0], depth + 1)
     return ""
 
 
 def history_of(value: Any) -> Turns:
     """The human and AI chat messages of a model input before its last human message (earlier turns), or a
-    chain input's ``chat_history``/``history`` list."""
+    chain input's ``chat_history``/``history`` list. Tool-call turns (an AI message without text) are left
+    out."""
     value = maybe_json(value)
     messages = chat_messages(value)
     if messages is None and isinstance(value, dict):
         listed = value.get("chat_history", value.get("history"))
-        return (
-            [(r, t) for r, t in chat_messages(listed) or [] if r in (Role.HUMAN, Role.AI)] if listed else []
-        )
+        messages = chat_messages(listed) if listed else None
+        return [(r, t) for r, t in messages or [] if r in (Role.HUMAN, Role.AI) and t.strip()]
     messages = messages or []
     last = max((i for i, (role, _) in enumerate(messages) if role is Role.HUMAN), default=0)
-    return [(role, text) for role, text in messages[:last] if role in (Role.HUMAN, Role.AI)]
+    return [(role, text) for role, text in messages[:last] if role in (Role.HUMAN, Role.AI) and text.strip()]
 
 
 def answer_of(value: Any, depth: int = 0) -> str:
-    """The assistant's answer in a trace's output: the text, a known key, a choice, or the last AI message."""
+    """The assistant's answer in a trace's output: the text, a known key, a choice or candidate, or the final
+    AI message's text (empty when the final AI turn is a tool call)."""
     value = maybe_json(value)
     if isinstance(value, str):
         return value
@@ -147,7 +220,7 @@ def answer_of(value: Any, depth: int = 0) -> str:
     if depth >= _DEPTH:
         return ""
     if isinstance(value, dict):
-        for key in ("choices", "generations"):
+        for key in _LIST_KEYS:
             if isinstance(value.get(key), list) and value[key]:
                 return answer_of(value[key][-1], depth + 1)
         for key in _OUT_KEYS:

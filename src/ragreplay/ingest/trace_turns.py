@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from ragreplay.core.types import Conversation, Feedback, Message, RetrievedChunk, Role, TokenUsage
 from ragreplay.ingest.fields import stringify
@@ -92,7 +93,7 @@ def apply_votes(
             )
             continue
         turns[trace_id].feedback = feedback
-        turns[trace_id].origin["feedback"] = f"{what} on line {line}, field {field_name}"
+        turns[trace_id].origin["feedback"] = f"{what} at {Path(log.where(line)).name}, field {field_name}"
 
 
 Ballot = tuple[Votes, Callable[[str], str | None], str]

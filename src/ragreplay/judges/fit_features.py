@@ -47,14 +47,14 @@ def _phrase(old: str, new: str) -> float:
     A short reference inside a long answer ("Old Trafford" in "The stadium is Old Trafford.") and a sentence both
     answers state word for word count alike.
     """
-    a, b = f" {sig.normalize_answer(old)} ", f" {sig.normalize_answer(new)} "
+    a, b = f" {sig.normalize_multilingual(old)} ", f" {sig.normalize_multilingual(new)} "
     if not a.strip() or not b.strip():
         return 0.0
     if a in b or b in a:
         return 1.0
     for text, other in ((old, b), (new, a)):
         for sentence in _SENTENCES.split(text):
-            s = sig.normalize_answer(sentence)
+            s = sig.normalize_multilingual(sentence)
             if len(s.split()) >= 3 and f" {s} " in other:
                 return 1.0
     return 0.0

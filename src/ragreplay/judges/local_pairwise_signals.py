@@ -331,8 +331,9 @@ def reference_recall(reference: str, tokens: Sequence[str]) -> float:
 
 
 def token_fscore(reference: str, answer: str, beta: float = REFERENCE_BETA) -> float:
-    """Token F-beta of ``answer`` against ``reference`` (SQuAD normalisation, tokens counted with repeats):
-    recall of the reference's tokens weighs ``beta`` times precision. Both empty: 1.0; one empty: 0.0."""
+    """Token F-beta of ``answer`` against ``reference`` (the judges' multilingual normalisation, tokens counted
+    with repeats): recall of the reference's tokens weighs ``beta`` times precision. Both empty: 1.0; one empty:
+    0.0."""
     ref_tokens, tokens = sig.answer_tokens(reference), sig.answer_tokens(answer)
     if not ref_tokens or not tokens:
         return float(not ref_tokens and not tokens)
@@ -403,7 +404,7 @@ def pair_signals(
         if reference is not None:
             closeness = {
                 "ref_cosine": float(vec[reference] @ vec[s.side.answer.strip()]) if answered else 0.0,
-                "ref_f1": sig.token_f1(reference, s.side.answer),
+                "ref_f1": sig.token_f1_multilingual(reference, s.side.answer),
                 "ref_fscore": token_fscore(reference, s.side.answer),
                 "ref_recall": reference_recall(reference, s.tokens) if answered else 0.0,
                 "ref_numbers": reference_numbers(reference, s.side.answer),

@@ -20,7 +20,7 @@ from typing import Protocol
 import numpy as np
 
 ARTICLES = frozenset(["a", "an", "the", "de", "het", "een"])
-"""English and Dutch articles, dropped by :func:`normalize_answer` (SQuAD style)."""
+"""English and Dutch articles, dropped by :func:`normalize_multilingual`."""
 
 NEGATIONS = frozenset(
     "not no never none nobody nothing neither nor cannot n't geen niet nooit niets niemand noch".split()
@@ -132,10 +132,15 @@ def _strip_punctuation(text: str) -> str:
     return text.translate(_PUNCT_TABLE)
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lowercase, punctuation dropped, articles (EN and NL) dropped, whitespace collapsed.
+def normalize_multilingual(text: str) -> str:
+    """The judges' normalisation, SQuAD's adapted to English and Dutch text in any script: lower-cased (NFC),
+    apostrophes and thousands separators deleted, every other punctuation character, ASCII or Unicode (``«``,
+    ``—``, ``。``), made a space, English and Dutch articles (a, an, the, de, het, een) dropped, whitespace
+    collapsed.
 
-    Thousands separators disappear with the punctuation, so "1,000" and "1000" normalise alike.
+    Not SQuAD v1.1's ``normalize_answer`` (that is :func:`ragreplay.metrics.lexical.normalize_squad`), which
+    deletes ASCII punctuation only ("Fujiwara-Familie" -> "fujiwarafamilie", here "fujiwara familie") and drops
+    English articles only. "1,000" and "1000" normalise alike.
     """
     text = _THOUSANDS.sub("", unicodedata.normalize("NFC", text.lower().replace("’", "'")))
     text = _strip_punctuation(text.replace("'", ""))
@@ -143,8 +148,8 @@ def normalize_answer(text: str) -> str:
 
 
 def answer_tokens(text: str) -> list[str]:
-    """The tokens of :func:`normalize_answer`."""
-    return normalize_answer(text).split()
+    """The tokens of :func:`normalize_multilingual`."""
+    return normalize_multilingual(text).split()
 
 
 def _without(tokens: list[str], ignore: Iterable[str]) -> list[str]:
@@ -152,10 +157,12 @@ def _without(tokens: list[str], ignore: Iterable[str]) -> list[str]:
     return [t for t in tokens if t not in drop] if drop else tokens
 
 
-def token_f1(a: str, b: str, ignore: Iterable[str] = ()) -> float:
-    """SQuAD token F1 between two answers, optionally ignoring some tokens (e.g. the question's words).
+def token_f1_multilingual(a: str, b: str, ignore: Iterable[str] = ()) -> float:
+    """Token F1 between two answers over :func:`normalize_multilingual`'s tokens (counted with repeats, as
+    SQuAD's), optionally ignoring some tokens (e.g. the question's words).
 
-    Two answers with no tokens left score 1.0; one empty side scores 0.0.
+    Two answers with no tokens left score 1.0 (SQuAD v1.1: 0.0); one empty side scores 0.0. SQuAD v1.1's own
+    figure is :func:`ragreplay.metrics.lexical.token_f1`.
     """
     ta, tb = _without(answer_tokens(a), ignore), _without(answer_tokens(b), ignore)
     if not ta or not tb:
@@ -176,9 +183,10 @@ def containment(a: str, b: str, ignore: Iterable[str] = ()) -> float:
     return sum(t in tb for t in ta) / len(ta)
 
 
-def exact_match(a: str, b: str) -> bool:
-    """Whether the two answers are equal after :func:`normalize_answer`."""
-    return normalize_answer(a) == normalize_answer(b)
+def exact_match_multilingual(a: str, b: str) -> bool:
+    """Whether the two answers are equal after :func:`normalize_multilingual` (SQuAD v1.1's exact match is
+    :func:`ragreplay.metrics.lexical.exact_match`)."""
+    return normalize_multilingual(a) == normalize_multilingual(b)
 
 
 def _lower_words(text: str) -> list[str]:
@@ -308,7 +316,7 @@ def question_overlap(question: str, answer: str) -> float:
 
 def char_ngrams(text: str, n: int = 3) -> set[str]:
     """Character ``n``-grams of the normalised text, padded with spaces (robust to compounds and inflection)."""
-    padded = f" {normalize_answer(text)} "
+    padded = f" {normalize_multilingual(text)} "
     return {padded[i : i + n] for i in range(len(padded) - n + 1)} if padded.strip() else set()
 
 
@@ -348,7 +356,9 @@ SIGNAL_NAMES: tuple[str, ...] = (
 def compute_signals(question: str, a: str, b: str, cosine: float) -> dict[str, float]:
     """All signals for one pair of answers, symmetric in ``a`` and ``b``; ``cosine`` from :func:`embedding_cosine`.
 
-    - ``novel_f1``: token F1 ignoring the question's words (what each answer adds to the question);
+    - ``token_f1``: :func:`token_f1_multilingual` (the feature keeps the name the fitted models use; it is not
+      SQuAD v1.1's token F1);
+    - ``novel_f1``: the same token F1 ignoring the question's words (what each answer adds to the question);
     - ``containment_max`` / ``_min``: the larger / smaller of the two containments (one answer inside the other);
     - ``*_conflict``: both sides have numbers (names) and neither side's cover the other's;
       ``*_gap``: one side has numbers (names) the other lacks;
@@ -362,8 +372,8 @@ def compute_signals(question: str, a: str, b: str, cosine: float) -> dict[str, f
     refuse_a, refuse_b = is_refusal(a), is_refusal(b)
     values = {
         "cosine": cosine,
-        "token_f1": token_f1(a, b),
-        "novel_f1": token_f1(a, b, ignore=q_tokens),
+        "token_f1": token_f1_multilingual(a, b),
+        "novel_f1": token_f1_multilingual(a, b, ignore=q_tokens),
         "containment_max": max(c_ab, c_ba),
         "containment_min": min(c_ab, c_ba),
         "number_conflict": min(n_ab, n_ba),

@@ -1,5 +1,6 @@
-"""The evaluation toolbox's metrics, usable one at a time from Python: lexical scores (BLEU, ROUGE-L, token F1,
-exact match) on top of well-kept libraries, the LLM-judged metrics of one row (:mod:`ragreplay.metrics.llm`,
+"""The evaluation toolbox's metrics, usable one at a time from Python: lexical scores (sacrebleu's BLEU,
+rouge-score's ROUGE-L, SQuAD v1.1's token F1 and exact match, each that reference's figure; and the local judges'
+multilingual token F1 and exact match), the LLM-judged metrics of one row (:mod:`ragreplay.metrics.llm`,
 :mod:`ragreplay.metrics.rubric_judge`), and, re-exported here, the pure retrieval metrics of
 :mod:`ragreplay.core.retrieval_metrics` (trec_eval's conventions).
 
@@ -20,13 +21,22 @@ from ragreplay.core.retrieval_metrics import (
     recall_at,
     reciprocal_rank,
 )
-from ragreplay.metrics.lexical import bleu, corpus_bleu, exact_match, rouge_l, token_f1
+from ragreplay.metrics.lexical import (
+    bleu,
+    corpus_bleu,
+    exact_match,
+    exact_match_multilingual,
+    rouge_l,
+    token_f1,
+    token_f1_multilingual,
+)
 
 __all__ = [
     "average_precision",
     "bleu",
     "corpus_bleu",
     "exact_match",
+    "exact_match_multilingual",
     "hit_at",
     "metric_value",
     "ndcg_at",
@@ -35,4 +45,5 @@ __all__ = [
     "reciprocal_rank",
     "rouge_l",
     "token_f1",
+    "token_f1_multilingual",
 ]

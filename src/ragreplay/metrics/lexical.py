@@ -1,34 +1,52 @@
-"""Lexical overlap between an answer and its reference(s): BLEU (sacrebleu's sentence BLEU, its statistics and
-13a tokenizer redone in fewer Python steps; pinned to sacrebleu's figure by the tests), ROUGE-L (rouge-score's, with a
-tokenizer that keeps non-Latin text; rouge-score's formula with its LCS computed bit-parallel, so the library and
-its nltk and scipy are never imported), SQuAD token F1 and exact match (the judges' own normalisation).
+"""Lexical overlap between an answer and its reference(s), each the figure of a named reference implementation:
+
+- :func:`bleu`: sacrebleu's sentence BLEU (its statistics and 13a tokenizer redone in fewer Python steps; pinned to
+  sacrebleu's figure by the tests);
+- :func:`rouge_l`: rouge-score's ROUGE-L F-measure, its formula with the LCS computed bit-parallel (so the library
+  and its nltk and scipy are never imported). The default tokenizer, :class:`UnicodeTokenizer`, keeps non-Latin
+  text; ``tokenizer="rouge-score"`` gives rouge-score's own default tokenizer, hence its figure exactly;
+- :func:`token_f1` and :func:`exact_match`: the official SQuAD v1.1 evaluation script's (``evaluate-v1.1.py``,
+  run by Python 3), :func:`normalize_squad` being its ``normalize_answer``;
+- :func:`token_f1_multilingual` and :func:`exact_match_multilingual`: the local judges' normalisation
+  (:func:`ragreplay.judges.signals.normalize_multilingual`), no standard's: Unicode punctuation too, made a space
+  rather than deleted, and Dutch articles dropped as well.
 
 rouge-score's default tokenizer lower-cases and keeps only ``[a-z0-9]``, so a Dutch "één" loses its letters and a
 Chinese or Greek answer scores 0 against itself; :class:`UnicodeTokenizer` keeps every letter and digit, splits
 scripts written without spaces (CJK, Thai) into characters, and agrees with the default on plain ASCII text.
+
+SQuAD v1.1 deletes the ASCII punctuation (Python's ``string.punctuation``) and keeps every other character, so
+"Fujiwara-Familie" is "fujiwarafamilie", "36.0" is "360", and "«Vijfentwintig»" keeps its guillemets; it drops the
+English articles only (whole words, ``\\b(a|an|the)\\b``), and two answers with no token left score F1 0.
+docs/eval.md gives how often each variant differs from its reference on real answer pairs.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import string
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from ragreplay.judges.signals import exact_match, token_f1
+from ragreplay.judges import signals
 
 __all__ = [
+    "RougeScoreTokenizer",
     "UnicodeTokenizer",
     "bleu",
     "corpus_bleu",
     "exact_match",
+    "exact_match_multilingual",
     "lcs_length",
     "load_backends",
+    "normalize_squad",
     "rouge_l",
     "token_f1",
+    "token_f1_multilingual",
 ]
 
 _WORDS = re.compile(r"[^\W_]+")
@@ -81,7 +99,26 @@ def load_backends() -> None:
     _sentence_bleu("13a")
 
 
-_TOKENIZER = UnicodeTokenizer()
+_ROUGE_SCORE_DROPPED = re.compile(r"[^a-z0-9]+")
+
+
+class RougeScoreTokenizer:
+    """rouge-score's default tokenizer (``rouge_score.tokenize.tokenize`` without a stemmer): lower-cased, every
+    character but ``[a-z0-9]`` made a space, split. Non-Latin letters are lost ("één" gives "n", Chinese gives
+    nothing); :func:`rouge_l` takes it with ``tokenizer="rouge-score"``."""
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text``."""
+        return _ROUGE_SCORE_DROPPED.sub(" ", text.lower()).split()
+
+
+RougeTokenizerName = Literal["unicode", "rouge-score"]
+"""The tokenizers :func:`rouge_l` takes by name."""
+
+_TOKENIZERS: dict[str, UnicodeTokenizer | RougeScoreTokenizer] = {
+    "unicode": UnicodeTokenizer(),
+    "rouge-score": RougeScoreTokenizer(),
+}
 
 
 def lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
@@ -107,14 +144,88 @@ def _rouge_l_f(candidate: list[str], reference: list[str]) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
-def rouge_l(candidate: str, references: str | Sequence[str]) -> float:
-    """ROUGE-L F-measure of ``candidate`` against the best of ``references`` (0..1): rouge-score's, with
-    :class:`UnicodeTokenizer` and a faster LCS (its results are pinned against rouge-score by the tests)."""
+def _references(references: str | Sequence[str], metric: str) -> list[str]:
+    """``references`` as a list; ``ValueError`` naming ``metric`` when there is none."""
     refs = [references] if isinstance(references, str) else list(references)
     if not refs:
-        raise ValueError("rouge_l needs at least one reference")
-    tokens = _TOKENIZER.tokenize(candidate)
-    return max(_rouge_l_f(tokens, _TOKENIZER.tokenize(ref)) for ref in refs)
+        raise ValueError(f"{metric} needs at least one reference")
+    return refs
+
+
+def rouge_l(
+    candidate: str, references: str | Sequence[str], tokenizer: RougeTokenizerName = "unicode"
+) -> float:
+    """ROUGE-L F-measure of ``candidate`` against the best of ``references`` (0..1): rouge-score's formula, with
+    a faster LCS (its results are pinned against rouge-score by the tests).
+
+    ``tokenizer``: ``"unicode"`` (:class:`UnicodeTokenizer`, the default: rouge-score's figure on ASCII text, and
+    non-Latin letters kept where rouge-score drops them) or ``"rouge-score"`` (:class:`RougeScoreTokenizer`:
+    ``rouge_score.rouge_scorer.RougeScorer(["rougeL"])``'s figure on any text).
+    """
+    refs = _references(references, "rouge_l")
+    split = _TOKENIZERS.get(tokenizer)
+    if split is None:
+        raise ValueError(f"rouge_l: unknown tokenizer {tokenizer!r} (known: {', '.join(_TOKENIZERS)})")
+    tokens = split.tokenize(candidate)
+    return max(_rouge_l_f(tokens, split.tokenize(ref)) for ref in refs)
+
+
+_SQUAD_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_squad(text: str) -> str:
+    """The official SQuAD v1.1 script's ``normalize_answer``, step for step: lower-cased, every character of
+    Python's ``string.punctuation`` (ASCII only) deleted, the English articles a, an, the removed as whole words,
+    whitespace collapsed. Unicode punctuation ("«", "—") is kept, and "Fujiwara-Familie" is "fujiwarafamilie"."""
+    text = _SQUAD_ARTICLES.sub(" ", text.lower().translate(_SQUAD_PUNCTUATION))
+    return " ".join(text.split())
+
+
+def _squad_f1(prediction: list[str], ground_truth: list[str]) -> float:
+    """SQuAD v1.1's ``f1_score`` of two token lists, its steps and float operations in its order."""
+    common = Counter(prediction) & Counter(ground_truth)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = 1.0 * num_same / len(prediction)
+    recall = 1.0 * num_same / len(ground_truth)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def token_f1(candidate: str, references: str | Sequence[str]) -> float:
+    """SQuAD v1.1's token F1 of ``candidate`` against the best of ``references`` (0..1): the official script's
+    ``f1_score`` over :func:`normalize_squad`'s tokens (counted with repeats), its maximum over the ground truths.
+
+    As in the script, a side with no token left (an empty answer, or one of articles and punctuation only) scores
+    0.0, even against another such side.
+    """
+    prediction = normalize_squad(candidate).split()
+    return max(_squad_f1(prediction, normalize_squad(r).split()) for r in _references(references, "token_f1"))
+
+
+def exact_match(candidate: str, references: str | Sequence[str]) -> bool:
+    """SQuAD v1.1's exact match: whether ``candidate`` equals one of ``references`` after
+    :func:`normalize_squad`."""
+    prediction = normalize_squad(candidate)
+    return any(prediction == normalize_squad(r) for r in _references(references, "exact_match"))
+
+
+def token_f1_multilingual(candidate: str, references: str | Sequence[str]) -> float:
+    """Token F1 over the local judges' normalisation (:func:`ragreplay.judges.signals.normalize_multilingual`:
+    Unicode punctuation made a space, English and Dutch articles dropped) against the best of ``references``;
+    ``ragreplay eval``'s ``token_f1`` before it became SQuAD v1.1's. Not a standard's figure: two answers with no
+    token left score 1.0."""
+    refs = _references(references, "token_f1_multilingual")
+    return max(signals.token_f1_multilingual(candidate, r) for r in refs)
+
+
+def exact_match_multilingual(candidate: str, references: str | Sequence[str]) -> bool:
+    """Whether ``candidate`` equals one of ``references`` after the local judges' normalisation
+    (:func:`ragreplay.judges.signals.normalize_multilingual`); ``ragreplay eval``'s ``exact_match`` before it
+    became SQuAD v1.1's."""
+    refs = _references(references, "exact_match_multilingual")
+    return any(signals.exact_match_multilingual(candidate, r) for r in refs)
 
 
 # sacrebleu's 13a tokenizer (tokenizers/tokenizer_13a.py and tokenizer_re.py): its first rule puts spaces around

@@ -41,6 +41,7 @@ from ragreplay.core.regset import (
     pool,
     select,
     strata_counts,
+    subsample,
 )
 from ragreplay.errors import ConfigError
 from ragreplay.local.embeddings import get_embedder
@@ -132,7 +133,10 @@ class BuildRecipe(BaseModel):
     open_wounds: list[str] = Field(default_factory=list)
     references: dict[str, tuple[str | None, str | None]] = Field(default_factory=dict)
     """Question key -> (a reviewer's correct answer, failure tag): a tagged question is a known failure."""
-    """Keys an earlier gate left failing: wounds whatever the log says."""
+    design: Literal["exact", "two-phase"] = "exact"
+    """``two-phase`` (every new build): a large stratum is sampled before anything is compared
+    (:func:`~ragreplay.core.regset.subsample`); ``exact``: every question compared with every other (the
+    builds made before, which rebuild as they were)."""
 
 
 @dataclass
@@ -149,6 +153,8 @@ class BuildFigures:
     """Pinned questions the window no longer held, carried from the newest version that has them."""
     pins_missing: list[str] = field(default_factory=list)
     """Pinned keys found in no version and not in the window."""
+    phase_one: dict[Stratum, list[int]] = field(default_factory=dict)
+    """Per stratum, [questions kept, questions held] by phase one's sample (kept == held: taken whole)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The figures as plain data."""
@@ -210,6 +216,7 @@ def make_recipe(
         graduated=sorted(graduated),
         open_wounds=sorted(open_wounds),
         references=dict(sorted((references or {}).items())),
+        design="two-phase",
     )
 
 
@@ -286,6 +293,10 @@ def compute_items(
     carried, figures.pins_missing = _carried_pins(store, sorted(pinned - in_pool), graduated)
     figures.pins_carried = len(carried)
     pooled += carried
+    if recipe.design == "two-phase":
+        held = {s: sum(p.stratum == s for p in pooled) for s in STRATA}
+        pooled = subsample(pooled, recipe.sizes, recipe.seed, keep=pinned)
+        figures.phase_one = {s: [sum(p.stratum == s for p in pooled), held[s]] for s in STRATA if held[s] > 0}
     vectors = _embed(embedder, [p.candidate.question for p in pooled], progress)
     merged = merge_near_duplicates(pooled, vectors, recipe.near_duplicate, keep=pinned)
     figures.near_duplicates_merged = len(pooled) - len(merged)
