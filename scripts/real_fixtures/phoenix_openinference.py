@@ -12,16 +12,16 @@ annotation calls, and every file is written the way a user gets it from Phoenix:
   as the OpenTelemetry Collector's file exporter does (one request per line): protobuf's ``json_format`` with
   enums as integers, then ``traceId`` / ``spanId`` / ``parentSpanId`` turned from base64 into hex (the only
   conversion; the collector writes hex ids).
-- ``langchain_rag.spans.json``: a LangChain RAG chain (retriever, prompt, ChatOpenAI, parser; two turns of a
+- ``langchain_rag/spans.json``: a LangChain RAG chain (retriever, prompt, ChatOpenAI, parser; two turns of a
   session) as ``Client().spans.get_spans(project_identifier=...)`` returns it, saved with
-  ``json.dump(spans, f, indent=2)``; ``langchain_rag.annotations.json``: its span annotations
+  ``json.dump(spans, f, indent=2)``; ``langchain_rag/annotations.json``: its span annotations
   (``get_span_annotations``): a HUMAN ``user_feedback`` thumbs-up and thumbs-down and an LLM ``correctness``.
-- ``llama_index_rag.spans.parquet`` / ``.csv``: a LlamaIndex query engine (two queries of a session) as
-  ``get_spans_dataframe()``, saved with ``to_parquet`` / ``to_csv``; ``llama_index_rag.span_annotations.csv``:
-  ``get_span_annotations_dataframe(spans_dataframe=df)`` saved with ``to_csv`` (a ``user_feedback`` and an LLM
-  ``relevance``); ``llama_index_rag.trace_annotations.json``: the REST page
-  ``GET /v1/projects/{project}/trace_annotations`` as the server sends it (a ``user_feedback`` trace annotation,
-  as the session view's thumbs write it).
+- ``llama_index_rag/spans.parquet`` and ``llama_index_rag.spans.csv``: a LlamaIndex query engine (the index
+  built, then two queries of a session) as ``get_spans_dataframe()``, saved with ``to_parquet`` / ``to_csv``;
+  ``llama_index_rag/span_annotations.csv``: ``get_span_annotations_dataframe(spans_dataframe=df)`` saved with
+  ``to_csv`` (a ``user_feedback`` and an LLM ``relevance``); ``llama_index_rag/trace_annotations.json``: the
+  REST page ``GET /v1/projects/{project}/trace_annotations`` as the server sends it (a ``user_feedback`` trace
+  annotation, as the session view's thumbs write it).
 - ``openai_agents.spans_page.json``: an OpenAI Agents SDK run (openinference-instrumentation-openai-agents,
   Responses API) as the REST page ``GET /v1/projects/{project}/spans`` sends it.
 
@@ -50,7 +50,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 PHOENIX_PORT = 6106
 PHOENIX = f"http://127.0.0.1:{PHOENIX_PORT}"
@@ -188,7 +188,7 @@ def _response(body: dict[str, Any]) -> dict[str, Any]:
 class OtlpCapture(BaseHTTPRequestHandler):
     """An OTLP/HTTP trace receiver keeping each request as the collector's file exporter writes it."""
 
-    requests: list[str] = []
+    requests: ClassVar[list[str]] = []
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
@@ -285,7 +285,7 @@ def run_openai_sdk(mock: str, out: Path) -> None:
     with using_session("support-7"), using_user("u-ann"):
         for question in ("How do I reset my password?", "And if I no longer have access to my email?"):
             messages.append({"role": "user", "content": question})
-            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)  # type: ignore[arg-type]
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
             messages.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
     OpenAIInstrumentor().uninstrument()
     provider.shutdown()
@@ -305,7 +305,7 @@ def run_langchain(mock: str, out: Path) -> None:
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from phoenix.client import Client
 
-    class PolicyRetriever(BaseRetriever):
+    class PolicyRetriever(BaseRetriever):  # type: ignore[misc]
         def _get_relevant_documents(
             self, query: str, *, run_manager: CallbackManagerForRetrieverRun
         ) -> list[Document]:
@@ -322,8 +322,13 @@ def run_langchain(mock: str, out: Path) -> None:
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Answer from the policy excerpts:\n{context}"), ("human", "{question}")]
     )
-    llm = ChatOpenAI(model="gpt-4o-mini", base_url=f"{mock}/v1", api_key="sk-mock")  # type: ignore[arg-type]
-    chain = {"context": PolicyRetriever() | join, "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
+    llm = ChatOpenAI(model="gpt-4o-mini", base_url=f"{mock}/v1", api_key="sk-mock")
+    chain = (
+        {"context": PolicyRetriever() | join, "question": RunnablePassthrough()}
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
     with using_session("lc-session-42"), using_user("u-bob"):
         for question in ("What is the refund window?", "Do refunds cover shipping costs?"):
             chain.invoke(question)
@@ -361,9 +366,11 @@ def run_langchain(mock: str, out: Path) -> None:
             sync=True,
         )
     annotations = client.spans.get_span_annotations(spans=spans, project_identifier="langchain-rag")
-    with open(out / "langchain_rag.spans.json", "w") as f:
+    folder = out / "langchain_rag"
+    folder.mkdir(exist_ok=True)
+    with open(folder / "spans.json", "w") as f:
         json.dump(spans, f, indent=2)
-    with open(out / "langchain_rag.annotations.json", "w") as f:
+    with open(folder / "annotations.json", "w") as f:
         json.dump(annotations, f, indent=2)
 
 
@@ -434,17 +441,19 @@ def run_llama_index(mock: str, out: Path) -> None:
         score=0,
         sync=True,
     )
-    df.to_parquet(out / "llama_index_rag.spans.parquet")
+    folder = out / "llama_index_rag"
+    folder.mkdir(exist_ok=True)
+    df.to_parquet(folder / "spans.parquet")
     df.to_csv(out / "llama_index_rag.spans.csv")
     client.spans.get_span_annotations_dataframe(
         spans_dataframe=df, project_identifier="llama-index-rag"
-    ).to_csv(out / "llama_index_rag.span_annotations.csv")
+    ).to_csv(folder / "span_annotations.csv")
     page = httpx.get(
         f"{PHOENIX}/v1/projects/llama-index-rag/trace_annotations",
         params={"trace_ids": list(roots["context.trace_id"])},
     )
     page.raise_for_status()
-    (out / "llama_index_rag.trace_annotations.json").write_bytes(page.content)
+    (folder / "trace_annotations.json").write_bytes(page.content)
 
 
 def run_openai_agents(mock: str, out: Path) -> None:
