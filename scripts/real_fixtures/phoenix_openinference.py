@@ -29,8 +29,9 @@ Needs (its own venv, not ragreplay's), the versions it was run with: arize-phoen
 arize-phoenix-client 3.5.0, pandas 3.0.6, pyarrow 26.0.1), openai 3.63.0, opentelemetry-sdk 1.45.2,
 opentelemetry-exporter-otlp-proto-http 1.45.2, openinference-instrumentation-openai 0.1.66,
 langchain-core 1.8.3, langchain-openai 1.8.1, openinference-instrumentation-langchain 0.1.80,
-llama-index-core 0.10.68.post1, llama-index-llms-openai 0.1.27, openinference-instrumentation-llama-index 4.6.1,
-openai-agents 0.25.0, openinference-instrumentation-openai-agents 2.6.0. Not run in CI. Usage::
+llama-index-core 0.14.25, llama-index-llms-openai 0.8.3 (it asks for openai<3: install openai 3.63.0 after it
+with ``--no-deps``, the Agents SDK needs openai 3), openinference-instrumentation-llama-index 4.6.1,
+openai-agents 0.25.0, openinference-instrumentation-openai-agents 2.6.0, numpy 2.4.6. Not run in CI. Usage::
 
     python scripts/real_fixtures/phoenix_openinference.py tests/fixtures/real/phoenix
 """
