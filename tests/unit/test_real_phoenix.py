@@ -8,6 +8,7 @@ own client and REST API (scripts/real_fixtures/phoenix_openinference.py).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -201,3 +202,77 @@ def test_provenance_counts_the_indexing_traces_left_out() -> None:
     }
     (turns,) = seen.origins.values()
     assert turns[1]["feedback"] == "annotation at trace_annotations.json:1, field result.label"
+
+
+# The shapes the real exports showed, in their smallest form.
+
+_SPAN = {
+    "name": "agent",
+    "context": {"trace_id": "t1", "span_id": "s1"},
+    "span_kind": "AGENT",
+    "parent_id": None,
+    "attributes": {"session.id": "c1"},
+}
+_LLM = {
+    "name": "response",
+    "context": {"trace_id": "t1", "span_id": "s2"},
+    "span_kind": "LLM",
+    "parent_id": "s1",
+    "attributes": {
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Which plan?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.contents.0.message_content.type": "text",
+        "llm.output_messages.0.message.contents.0.message_content.text": "Business.",
+    },
+}
+
+
+def _write(tmp_path: Path, *records: dict[str, object]) -> Path:
+    path = tmp_path / "spans.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _answers(path: Path, mapping: FieldMapping | None = None) -> list[tuple[str, Feedback | None]]:
+    return [(m.content, m.feedback) for c in _read(path, mapping) for m in c.messages if m.role is Role.AI]
+
+
+def test_an_answer_in_message_contents_only(tmp_path: Path) -> None:
+    assert _answers(_write(tmp_path, _SPAN, _LLM)) == [("Business.", None)]
+
+
+def test_an_llm_annotation_with_a_feedback_name_counts_only_when_the_mapping_names_it(tmp_path: Path) -> None:
+    judge = {
+        "span_id": "s2",
+        "name": "user_feedback",
+        "annotator_kind": "LLM",
+        "result": {"label": "negative"},
+    }
+    path = _write(tmp_path, _SPAN, _LLM, judge)
+    assert _answers(path) == [("Business.", None)]
+    assert _answers(path, FieldMapping(feedback_names=["user_feedback"])) == [("Business.", BAD)]
+
+
+def test_annotation_dataframe_rows_and_trace_annotations(tmp_path: Path) -> None:
+    row = {
+        "span_id": "s2",
+        "annotation_name": "user feedback",
+        "annotator_kind": "HUMAN",
+        "result.label": "👍",
+    }
+    assert _answers(_write(tmp_path, _SPAN, _LLM, row)) == [("Business.", GOOD)]
+    on_trace = {"trace_id": "t1", "name": "user_feedback", "annotator_kind": "HUMAN", "result": {"score": 0}}
+    assert _answers(_write(tmp_path, _SPAN, _LLM, on_trace)) == [("Business.", BAD)]
+
+
+def test_a_session_annotation_is_left_out(tmp_path: Path) -> None:
+    on_session = {
+        "session_id": "c1",
+        "name": "user_feedback",
+        "annotator_kind": "HUMAN",
+        "result": {"label": "up"},
+    }
+    with observing() as seen:
+        assert _answers(_write(tmp_path, _SPAN, _LLM, on_session)) == [("Business.", None)]
+    assert seen.ignored == {"session annotation 'user_feedback': not on one answer": 1}

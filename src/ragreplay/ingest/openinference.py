@@ -297,7 +297,8 @@ def _annotation(rec: Record, obj: dict[str, Any], mapping: FieldMapping, votes: 
             rec.problem(
                 "name",
                 "an annotation without its name",
-                'add "name": "user_feedback" (the annotation\'s name)',
+                'add the annotation\'s name: "name": "user_feedback" (in a table, a name or annotation_name '
+                "column; an evaluations dataframe's name is the one given to log_span_annotations_dataframe)",
             )
         else:
             note_ignored(f"annotation {name!r}: not a feedback name")
