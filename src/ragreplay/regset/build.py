@@ -186,6 +186,7 @@ def make_recipe(
     graduated: frozenset[str] = frozenset(),
     open_wounds: frozenset[str] = frozenset(),
     references: Mapping[str, tuple[str | None, str | None]] | None = None,
+    design: Literal["exact", "two-phase"] = "two-phase",
 ) -> BuildRecipe:
     """A validated recipe; thresholds default to the embedder's (:data:`THRESHOLDS`)."""
     if until <= since:
@@ -216,7 +217,7 @@ def make_recipe(
         graduated=sorted(graduated),
         open_wounds=sorted(open_wounds),
         references=dict(sorted((references or {}).items())),
-        design="two-phase",
+        design=design,
     )
 
 
@@ -334,6 +335,7 @@ def build_regset(
     progress: Progress | None = None,
     embed_with: Embedder | None = None,
     now: datetime | None = None,
+    design: Literal["exact", "two-phase"] = "two-phase",
 ) -> BuiltSet:
     """Build and store a new version from the window ``[since, until)`` (see the module docstring).
 
@@ -341,7 +343,8 @@ def build_regset(
     wins; ``open_wounds`` the keys an earlier gate left failing. Both are recorded in the recipe. The store's
     pin/drop overrides are applied and recorded too. A stratum the window cannot fill holds what there is:
     ``record.shortfall()`` says by how much; a window with no question at all is a :class:`ConfigError`
-    (nothing is stored). ``embed_with`` replaces the named embedder (tests).
+    (nothing is stored). ``embed_with`` replaces the named embedder (tests). ``design`` ``exact`` compares every
+    question with every other (quadratic: for benchmarks and small windows).
     """
     recipe = make_recipe(
         since,
@@ -358,6 +361,7 @@ def build_regset(
         graduated=graduated,
         open_wounds=open_wounds,
         references=references,
+        design=design,
     )
     items, digest, figures = compute_items(store, recipe, embed_with, progress)
     window = f"{recipe.since:%Y-%m-%d %H:%M} to {recipe.until:%Y-%m-%d %H:%M} UTC"
