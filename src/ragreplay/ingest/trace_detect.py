@@ -9,6 +9,10 @@ _LANGFUSE_KEYS = frozenset({"traceId", "dataType", "sessionId", "observations", 
 #: Langfuse's blob-storage export (snake_case columns): every table's rows carry ``project_id`` and one of these
 _LANGFUSE_ROW_KEYS = frozenset({"trace_id", "session_id", "data_type", "start_time"})
 _PHOENIX_KEYS = frozenset({"context.span_id", "span_kind", "context.trace_id"})
+#: Phoenix span and trace annotations (the API's, or ``get_span_annotations_dataframe()``'s columns)
+_PHOENIX_ANNOTATION_KEYS = frozenset(
+    {"label", "score", "result", "result.label", "result.score", "annotator_kind"}
+)
 
 
 def trace_format(obj: Any) -> str | None:
@@ -16,9 +20,11 @@ def trace_format(obj: Any) -> str | None:
 
     OTLP JSON (``resourceSpans``) is ``openinference`` when its spans carry ``openinference.span.kind``,
     ``otel`` otherwise, as are OTLP JSON logs (``resourceLogs``); a Langfuse API page (``{"data": [...],
-    "meta": ...}``) is judged by its first item; a Langfuse ingestion batch (``{"batch": [{"type":
-    "trace-create", "body": ...}]}``), a UI trace download (``{"trace": {...}, ...}``) and a blob-storage export
-    row (``project_id`` with ``trace_id``, ``session_id``, ``data_type`` or ``start_time``) are ``langfuse``.
+    "meta": ...}``) and a Phoenix REST page (``{"data": [...], "next_cursor": ...}``) are judged by their
+    first item; a Langfuse ingestion batch (``{"batch": [{"type": "trace-create", "body": ...}]}``), a UI
+    trace download (``{"trace": {...}, ...}``) and a blob-storage export row (``project_id`` with
+    ``trace_id``, ``session_id``, ``data_type`` or ``start_time``) are ``langfuse``; a Phoenix span or trace
+    annotation (``span_id`` or ``trace_id`` with a label, score, result or annotator kind) is ``openinference``.
     """
     if not isinstance(obj, dict):
         return None
@@ -27,7 +33,7 @@ def trace_format(obj: Any) -> str | None:
         return "openinference" if "openinference.span.kind" in text else "otel"
     if "resourceLogs" in obj:
         return "otel"
-    if isinstance(obj.get("data"), list) and "meta" in obj:
+    if isinstance(obj.get("data"), list) and ("meta" in obj or "next_cursor" in obj):
         return trace_format(obj["data"][0]) if obj["data"] else None
     if "run_type" in obj or ("key" in obj and "run_id" in obj) or "dotted_order" in obj:
         return "langsmith"
@@ -36,7 +42,7 @@ def trace_format(obj: Any) -> str | None:
     context = obj.get("context")
     if _PHOENIX_KEYS & obj.keys() or (isinstance(context, dict) and "span_id" in context):
         return "openinference"
-    if "span_id" in obj and ({"label", "score", "result"} & obj.keys()):
+    if ("span_id" in obj or "trace_id" in obj) and (_PHOENIX_ANNOTATION_KEYS & obj.keys()):
         return "openinference"
     return None
 
