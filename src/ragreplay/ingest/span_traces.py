@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import binascii
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from ragreplay.core.types import Conversation, RetrievedChunk, Role, TokenUsage
-from ragreplay.ingest.json_records import trace_records
-from ragreplay.ingest.problems import ProblemLog, Record
-from ragreplay.ingest.trace_feedback import Votes
-from ragreplay.ingest.trace_turns import Turn, add_tags, required_id, span_ms, voted_conversations
+from ragreplay.core.types import RetrievedChunk, Role, TokenUsage
+from ragreplay.ingest.problems import Record
+from ragreplay.ingest.trace_turns import Turn, add_tags, required_id, span_ms
 
 
 @dataclass
@@ -78,27 +75,6 @@ class SpanTraces:
     def turns(self) -> dict[str, Turn]:
         """One turn per trace."""
         return {trace_id: _turn(trace_id, spans) for trace_id, spans in self.traces.items()}
-
-
-SpanRecordReader = Callable[[Record, dict[str, Any], SpanTraces, Votes], None]
-"""Reads one record of a span file into the spans or the votes (problems on the record)."""
-
-
-def span_conversations(
-    path: Path,
-    problems: ProblemLog | None,
-    progress: Callable[[int], None] | None,
-    read: SpanRecordReader,
-    what: str,
-) -> Iterator[tuple[int, Conversation]]:
-    """The conversations of a span file whose records ``read`` takes in, the votes on spans or traces named
-    ``what`` (``annotation``, ``evaluation event``); problems are handled as in
-    :func:`~ragreplay.ingest.canonical.read_canonical`. The whole file is read before the first is yielded."""
-    log = problems if problems is not None else ProblemLog(str(path))
-    spans, votes = SpanTraces(), Votes()
-    for rec, obj in trace_records(path, log, progress):
-        read(rec, obj, spans, votes)
-    yield from voted_conversations(log, problems is None, spans.turns, (votes, spans.trace_of, what))
 
 
 def _turn(trace_id: str, spans: list[SpanFacts]) -> Turn:
