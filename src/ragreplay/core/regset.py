@@ -22,10 +22,11 @@ that probability), so any aggregate over the set can be reweighted back to produ
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -152,33 +153,81 @@ class Pooled:
 
 
 def pool(
-    candidates: Sequence[Candidate],
+    candidates: Iterable[Candidate],
     margin: float = 0.5,
     dropped: frozenset[str] = frozenset(),
     graduated: frozenset[str] = frozenset(),
 ) -> list[Pooled]:
     """One entry per question key: candidates of the same normalised question merge (their requests add up,
     each request once however many challengers' rows it has), and the question takes the most pressing
-    stratum any of its candidates has (wound, then contested, then win).
+    stratum any of its candidates has (wound, then contested, then win); among its candidates of that
+    stratum, the first by (source, source id) stands for it.
 
     Keys in ``dropped`` and candidates that fit no stratum are left out. A key in ``graduated`` (a wound fixed
-    in enough consecutive gates) is a win where it would be a wound."""
-    best: dict[str, tuple[Stratum, Candidate]] = {}
-    counts: dict[str, dict[tuple[str, str], int]] = {}
-    for c in sorted(candidates, key=lambda c: (c.key, c.source, c.source_id)):
-        if c.key in dropped:
-            continue
-        stratum = classify(c, margin)
+    in enough consecutive gates) is a win where it would be a wound. The order of ``candidates`` does not
+    matter (:class:`Pooler` takes them one at a time)."""
+    pooler = Pooler(margin, dropped, graduated)
+    for c in candidates:
+        pooler.add(c)
+    return pooler.pooled()
+
+
+class Pooler:
+    """:func:`pool` one candidate at a time: it keeps, per question key, the candidate that stands for it and
+    the requests it was asked in, so memory follows the distinct questions, not the rows read."""
+
+    def __init__(
+        self,
+        margin: float = 0.5,
+        dropped: frozenset[str] = frozenset(),
+        graduated: frozenset[str] = frozenset(),
+    ) -> None:
+        self.margin, self.dropped, self.graduated = margin, dropped, graduated
+        self._best: dict[str, tuple[int, str, str, Stratum, Candidate]] = {}
+        self._requests: dict[str, dict[tuple[str, str], int]] = {}
+
+    def add(self, c: Candidate) -> None:
+        """Take one candidate in."""
+        key = c.key
+        if key in self.dropped:
+            return
+        stratum = classify(c, self.margin)
         if stratum is None:
-            continue
-        if stratum == "wound" and c.key in graduated:
+            return
+        if stratum == "wound" and key in self.graduated:
             stratum = "win"
-        requests = counts.setdefault(c.key, {})
+        requests = self._requests.setdefault(key, {})
         requests[c.request] = max(requests.get(c.request, 0), c.count)
-        kept = best.get(c.key)
-        if kept is None or _PRIORITY[stratum] < _PRIORITY[kept[0]]:
-            best[c.key] = (stratum, c)
-    return [Pooled(s, c, sum(counts[k].values())) for k, (s, c) in sorted(best.items())]
+        rank = (_PRIORITY[stratum], c.source, c.source_id)
+        kept = self._best.get(key)
+        if kept is None or rank < kept[:3]:
+            self._best[key] = (*rank, stratum, c)
+
+    def pooled(self) -> list[Pooled]:
+        """The pool so far, by key."""
+        return [
+            Pooled(stratum, c, sum(self._requests[key].values()))
+            for key, (*_, stratum, c) in sorted(self._best.items())
+        ]
+
+
+class MultisetDigest:
+    """A hash of a set of candidates that does not depend on the order they come in (the sum of each one's
+    128-bit hash): what a streamed build read, without keeping it."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.count = 0
+
+    def add(self, c: Candidate) -> None:
+        """Count one candidate in (by key, source and source id)."""
+        own = hashlib.sha256(f"{c.key}\0{c.source}\0{c.source_id}".encode()).digest()[:16]
+        self.total = (self.total + int.from_bytes(own, "big")) % (1 << 128)
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        """32 hex digits (of the sum and the count)."""
+        return hashlib.sha256(f"{self.total:032x}:{self.count}".encode()).hexdigest()[:32]
 
 
 PHASE_ONE_PER_PICK = 10

@@ -19,7 +19,7 @@ import hashlib
 import itertools
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, cast
@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragreplay.core.regset import (
     STRATA,
     Candidate,
+    MultisetDigest,
     Pooled,
+    Pooler,
     RegressionSetRecord,
     SetItem,
     Source,
@@ -45,7 +47,14 @@ from ragreplay.core.regset import (
 )
 from ragreplay.errors import ConfigError
 from ragreplay.local.embeddings import get_embedder
-from ragreplay.regset.candidates import Candidates, merge, replay_candidates, shadow_candidates
+from ragreplay.regset.candidates import (
+    CandidateCounts,
+    Candidates,
+    iter_shadow_candidates,
+    merge,
+    replay_candidates,
+    shadow_candidates,
+)
 from ragreplay.shadow.privacy import load_redactor
 from ragreplay.store import Store
 
@@ -239,6 +248,27 @@ def read_candidates(store: Store, recipe: BuildRecipe) -> Candidates:
     return found
 
 
+def stream_candidates(store: Store, recipe: BuildRecipe, counts: CandidateCounts) -> Iterator[Candidate]:
+    """:func:`read_candidates` streamed: the shadow window in one lean pass (the replay side, ingested logs,
+    read whole), ``open_wounds`` and ``references`` applied to each; ``counts`` filled as they are read."""
+    wounds = set(recipe.open_wounds)
+    parts: list[Iterable[Candidate]] = []
+    if "shadow" in recipe.sources:
+        parts.append(iter_shadow_candidates(store, recipe.since, recipe.until, counts))
+    if "replay" in recipe.sources:
+        replay = replay_candidates(store, recipe.since, recipe.until, load_redactor(recipe.redactor))
+        parts.append(replay.items)
+        for name, value in replay.counts.as_dict().items():
+            setattr(counts, name, getattr(counts, name) + value)
+    for part in parts:
+        for c in part:
+            if wounds and c.key in wounds:
+                c = c.model_copy(update={"open_wound": True})
+            if recipe.references:
+                c = _with_reference(c, recipe.references.get(c.key))
+            yield c
+
+
 def _with_reference(c: Candidate, reviewed: tuple[str | None, str | None] | None) -> Candidate:
     """A candidate with what a reviewer wrote of its question (the answer, the failure tag), when anything."""
     if reviewed is None:
@@ -283,13 +313,23 @@ def compute_items(
     build's figures. Writes nothing."""
     embedder = embedder or embedder_for(recipe.embedder)
     figures = BuildFigures()
-    found = read_candidates(store, recipe)
-    figures.candidates = len(found.items)
-    figures.read = found.counts.as_dict()
     dropped = frozenset(k for k, a in recipe.overrides.items() if a == "drop")
     pinned = frozenset(k for k, a in recipe.overrides.items() if a == "pin")
     graduated = frozenset(recipe.graduated)
-    pooled = pool(found.items, recipe.margin, dropped=dropped, graduated=graduated)
+    if recipe.design == "two-phase":  # streamed: memory follows the distinct questions, not the rows
+        counts = CandidateCounts()
+        pooler, digest = Pooler(recipe.margin, dropped, graduated), MultisetDigest()
+        for c in stream_candidates(store, recipe, counts):
+            pooler.add(c)
+            digest.add(c)
+        pooled, inputs = pooler.pooled(), digest.hexdigest()
+        figures.candidates, figures.read = digest.count, counts.as_dict()
+    else:
+        found = read_candidates(store, recipe)
+        figures.candidates = len(found.items)
+        figures.read = found.counts.as_dict()
+        pooled = pool(found.items, recipe.margin, dropped=dropped, graduated=graduated)
+        inputs = inputs_digest(found.items)
     in_pool = {p.candidate.key for p in pooled}
     carried, figures.pins_missing = _carried_pins(store, sorted(pinned - in_pool), graduated)
     figures.pins_carried = len(carried)
@@ -307,7 +347,7 @@ def compute_items(
     chosen = select(merged, clusters, recipe.sizes, recipe.seed, pinned=pinned)
     figures.pool_sizes = dict(chosen.pool_sizes)
     figures.clusters = dict(chosen.clusters)
-    return chosen.items, inputs_digest(found.items), figures
+    return chosen.items, inputs, figures
 
 
 def new_set_id(now: datetime) -> str:

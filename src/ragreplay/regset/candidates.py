@@ -16,18 +16,20 @@ No candidate holds a user id or a user hash.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ragreplay.core.regset import Candidate, JudgeWinner
-from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
-from ragreplay.core.types import Case, Feedback
+from ragreplay.core.shadow import ShadowJudgmentRecord
+from ragreplay.core.types import Case, Feedback, Fit
 from ragreplay.judges.position import PairOutcome, side_scores
 from ragreplay.replay.rewrite import is_follow_up
 from ragreplay.shadow.privacy import Redactor
 from ragreplay.store import Store
+from ragreplay.store.shadow_window import WindowRow
 
 _WINNERS: dict[str, JudgeWinner] = {"x": "champion", "y": "challenger", "tie": "tie"}
 
@@ -84,39 +86,76 @@ def judge_signal(record: ShadowJudgmentRecord) -> dict[str, Any]:
 def shadow_candidates(store: Store, since: datetime, until: datetime) -> Candidates:
     """One candidate per shadow row with ``since <= ts < until`` (see the module docstring)."""
     found = Candidates()
-    signals: dict[str, dict[str, Any]] = {}
-    for row, record in store.shadow_judgments.iter_shadow_judgments(since):
-        if row.ts < until:
-            signals[row.id] = judge_signal(record)
-    rows: list[ShadowRow] = []
-    for row in store.shadow_rows.iter_shadow_rows(since=since):
-        if row.ts >= until:
-            break  # oldest first: the rest is later still
-        found.counts.shadow_rows += 1
-        if row.champion_answer.error is not None:
-            found.counts.shadow_champion_failed += 1
-            continue
-        rows.append(row)
-    feedback = store.shadow_feedback.shadow_feedback_for(row.request_id for row in rows)
-    for row in rows:
-        label = feedback.get(row.request_id)
-        found.counts.shadow_judged += row.id in signals
-        found.counts.shadow_with_feedback += label is not None
-        found.items.append(
-            Candidate(
-                source="shadow",
-                source_id=row.id,
-                request_id=row.request_id,
-                challenger=row.challenger,
-                question=row.query,
-                tags=dict(row.tags),
-                champion_answer=row.champion_answer.text,
-                champion_chunk_ids=list(row.champion_answer.chunk_ids),
-                feedback=None if label is None else label.feedback,
-                **signals.get(row.id, {}),
-            )
-        )
+    found.items = list(iter_shadow_candidates(store, since, until, found.counts))
     return found
+
+
+def iter_shadow_candidates(
+    store: Store, since: datetime, until: datetime, counts: CandidateCounts
+) -> Iterator[Candidate]:
+    """:func:`shadow_candidates` streamed: one lean pass over the window (judgment and feedback joined in the
+    store), counting into ``counts`` as it goes; memory stays flat."""
+    for row in store.shadow_window.iter_window(since, until):
+        counts.shadow_rows += 1
+        champion = json.loads(row.champion_answer)
+        if champion.get("error") is not None:
+            counts.shadow_champion_failed += 1
+            continue
+        counts.shadow_judged += row.judged
+        counts.shadow_with_feedback += row.feedback is not None
+        yield window_candidate(row, champion)
+
+
+def window_candidate(row: WindowRow, champion: dict[str, Any] | None = None) -> Candidate:
+    """The candidate of one window row (``champion``: its champion answer, parsed already)."""
+    champion = json.loads(row.champion_answer) if champion is None else champion
+    return Candidate(
+        source="shadow",
+        source_id=row.id,
+        request_id=row.request_id,
+        challenger=row.challenger,
+        question=row.query,
+        tags=json.loads(row.tags),
+        champion_answer=champion.get("text") or "",
+        champion_chunk_ids=list(champion.get("chunk_ids") or []),
+        feedback=None if row.feedback is None else Feedback(row.feedback),
+        **_window_signal(row),
+    )
+
+
+def _window_signal(row: WindowRow) -> dict[str, Any]:
+    """:func:`judge_signal` from a window row's columns, the payload's scores read as JSON (no model built)."""
+    if not row.judged or row.error is not None:
+        return {}
+    signal: dict[str, Any] = {
+        "agreement": None if row.fit is None else Fit(row.fit),
+        "judge_winner": None if row.winner is None else _WINNERS[row.winner],
+        "consistent": row.consistent,
+    }
+    outcome = json.loads(row.payload or "{}").get("outcome")
+    if outcome is not None:
+        x_mean, x_min, y_mean = outcome_scores(outcome)
+        signal |= {"champion_score": x_mean, "champion_min_axis": x_min, "challenger_score": y_mean}
+    return signal
+
+
+def outcome_scores(outcome: dict[str, Any]) -> tuple[float | None, int | None, float | None]:
+    """``(x mean, x lowest axis, y mean)`` of a stored pair outcome's JSON, as
+    :func:`~ragreplay.judges.position.side_scores` computes them from the model (same order of sums)."""
+    x_axes: list[list[int]] = []
+    y_axes: list[list[int]] = []
+    for ordering, judgment in outcome.get("judgments") or []:
+        first, second = judgment.get("scores_a"), judgment.get("scores_b")
+        x_scores, y_scores = (first, second) if ordering == "xy" else (second, first)
+        for scores, into in ((x_scores, x_axes), (y_scores, y_axes)):
+            values = [v for v in (scores or {}).values() if v is not None]
+            if values:
+                into.append(values)
+
+    def mean(axes: list[list[int]]) -> float | None:
+        return sum(sum(v) / len(v) for v in axes) / len(axes) if axes else None
+
+    return mean(x_axes), min(min(v) for v in x_axes) if x_axes else None, mean(y_axes)
 
 
 def _in_window(case: Case, since: datetime, until: datetime) -> bool:

@@ -31,6 +31,7 @@ from ragreplay.store.shadow_browse import ShadowBrowseRepository
 from ragreplay.store.shadow_feedback import ShadowFeedbackRepository
 from ragreplay.store.shadow_judgments import ShadowJudgmentsRepository
 from ragreplay.store.shadow_purge import ShadowPurgeRepository
+from ragreplay.store.shadow_window import ShadowWindowRepository
 
 
 class Store(StoreBase):
@@ -39,7 +40,8 @@ class Store(StoreBase):
     ``cases`` (ingested sources, conversations, cases, skips), ``rewrites`` (the question pinned to each
     case), ``runs`` (replay runs and results), ``cache`` (model responses), ``comparisons``, the shadow log
     (``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` for the dashboard's reads,
-    ``shadow_purge`` for retention), ``regsets`` (regression set versions, their items and overrides) and
+    ``shadow_purge`` for retention, ``shadow_window`` for the regression set's streamed window), ``regsets``
+    (regression set versions, their items and overrides) and
     ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
     reviews), ``review_sessions`` (the review screen's logins), ``review_judgments`` (judgments of review items
     by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time),
@@ -57,6 +59,7 @@ class Store(StoreBase):
         self.runs = RunsRepository(engine, display_url)
         self.cache = CacheRepository(engine, display_url)
         self.comparisons = ComparisonsRepository(engine, display_url)
+        self.shadow_window = ShadowWindowRepository(engine, display_url)
         self.shadow_rows = ShadowRowsRepository(engine, display_url)
         self.shadow_judgments = ShadowJudgmentsRepository(engine, display_url)
         self.shadow_feedback = ShadowFeedbackRepository(engine, display_url)
