@@ -5,7 +5,7 @@
     python benchmarks/regset_scale.py measure --db /tmp/shadow200k.db --design two-phase --embedder hash
     python benchmarks/regset_scale.py measure --db /tmp/shadow200k.db --design exact --embedder hash
 
-``make`` writes rows whose questions follow a Zipf-like frequency over ``rows / 3`` distinct questions (a few
+``make`` writes rows in time order, as a shadow log is appended, whose questions follow a Zipf-like frequency over ``rows / 3`` distinct questions (a few
 asked often, most asked once), half with a few words reworded (near duplicates), with judgments landing in every
 stratum and a user's feedback on some. ``measure`` runs one build in this process and prints a JSON line: wall
 seconds, peak RSS, candidates read, questions per stratum held and kept by phase one, items chosen. Run each
@@ -116,7 +116,10 @@ def make(db: str, rows: int, seed: int = 0) -> None:
                 )
                 row = ShadowRow(
                     id=f"row-{n:08d}",
-                    ts=NOW - timedelta(seconds=rng.uniform(0, 30 * 86_400)),
+                    ts=NOW
+                    - timedelta(
+                        seconds=30 * 86_400 * (1 - (n + rng.random()) / rows)
+                    ),  # appended in time order
                     request_id=f"req-{n:08d}",
                     query=question(number),
                     tags={"dept": ("hr", "it", "finance")[n % 3]},

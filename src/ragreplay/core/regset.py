@@ -26,7 +26,7 @@ import hashlib
 import random
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -181,10 +181,14 @@ class Pooler:
         margin: float = 0.5,
         dropped: frozenset[str] = frozenset(),
         graduated: frozenset[str] = frozenset(),
+        keep: Callable[[Candidate], Candidate | None] | None = None,
     ) -> None:
         self.margin, self.dropped, self.graduated = margin, dropped, graduated
-        self._best: dict[str, tuple[int, str, str, Stratum, Candidate]] = {}
-        self._requests: dict[str, dict[tuple[str, str], int]] = {}
+        self.keep = keep
+        """What is kept of a candidate that stands for its question (default: all of it); a streamed build keeps
+        nothing of a shadow row's (``None``) and reads the chosen ones again by id."""
+        self._best: dict[str, tuple[int, str, str, Stratum, Candidate | None]] = {}
+        self._requests: dict[str, dict[int, int]] = {}
 
     def add(self, c: Candidate) -> None:
         """Take one candidate in."""
@@ -197,18 +201,41 @@ class Pooler:
         if stratum == "wound" and key in self.graduated:
             stratum = "win"
         requests = self._requests.setdefault(key, {})
-        requests[c.request] = max(requests.get(c.request, 0), c.count)
+        request = hash(c.request)  # a request's hash, not its ids: memory (a collision is 1 in 2^64)
+        requests[request] = max(requests.get(request, 0), c.count)
         rank = (_PRIORITY[stratum], c.source, c.source_id)
         kept = self._best.get(key)
         if kept is None or rank < kept[:3]:
-            self._best[key] = (*rank, stratum, c)
+            self._best[key] = (*rank, stratum, c if self.keep is None else self.keep(c))
 
     def pooled(self) -> list[Pooled]:
-        """The pool so far, by key."""
+        """The pool so far, by key (every candidate kept whole: no ``keep``)."""
         return [
             Pooled(stratum, c, sum(self._requests[key].values()))
             for key, (*_, stratum, c) in sorted(self._best.items())
+            if c is not None
         ]
+
+    def entries(self) -> list[PoolEntry]:
+        """The pool so far, by key, as :class:`PoolEntry` (what ``keep`` kept of each candidate, or ``None``)."""
+        return [
+            PoolEntry(key, stratum, sum(self._requests[key].values()), source, source_id, c)
+            for key, (_, source, source_id, stratum, c) in sorted(self._best.items())
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolEntry:
+    """A pooled question as a streamed build keeps it: its key, stratum, requests, and the candidate standing
+    for it by source and source id (``candidate``: what the pooler kept of it, ``None`` when it is to be read
+    again)."""
+
+    key: str
+    stratum: Stratum
+    count: int
+    source: str
+    source_id: str
+    candidate: Candidate | None
 
 
 class MultisetDigest:
@@ -253,20 +280,25 @@ def subsample(
     inclusion probability is ``phase_one`` times phase two's: the Horvitz-Thompson weights stay unbiased for
     production traffic (phase two is unbiased given the sample, phase one for the whole window), while the
     comparisons cost O(kept^2), not O(held^2). Order is kept."""
+    chosen = phase_one([(p.candidate.key, p.stratum) for p in pooled], sizes, seed, keep)
+    return [replace(p, phase_one=chosen[i]) for i, p in enumerate(pooled) if i in chosen]
+
+
+def phase_one(
+    questions: Sequence[tuple[str, Stratum]], sizes: Mapping[Stratum, int], seed: int, keep: frozenset[str]
+) -> dict[int, float]:
+    """:func:`subsample` on ``(key, stratum)`` pairs: the index of each question kept, with its phase-one
+    probability (1 for a pinned key or a stratum kept whole)."""
     rng = random.Random(f"{seed}:phase-one")
-    chosen: dict[int, float] = {}
+    chosen = {i: 1.0 for i, (key, _) in enumerate(questions) if key in keep}
     for stratum in STRATA:
-        free = [i for i, p in enumerate(pooled) if p.stratum == stratum and p.candidate.key not in keep]
+        free = [i for i, (key, s) in enumerate(questions) if s == stratum and key not in keep]
         wanted = phase_one_size(sizes.get(stratum, 0))
         if len(free) <= wanted:
             chosen.update((i, 1.0) for i in free)
         else:
             chosen.update((i, wanted / len(free)) for i in rng.sample(free, wanted))
-    return [
-        p if p.candidate.key in keep else replace(p, phase_one=chosen[i])
-        for i, p in enumerate(pooled)
-        if i in chosen or p.candidate.key in keep
-    ]
+    return chosen
 
 
 class _Leaders:

@@ -19,8 +19,9 @@ import hashlib
 import itertools
 import re
 import secrets
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, cast
 
@@ -32,6 +33,7 @@ from ragreplay.core.regset import (
     Candidate,
     MultisetDigest,
     Pooled,
+    PoolEntry,
     Pooler,
     RegressionSetRecord,
     SetItem,
@@ -40,10 +42,10 @@ from ragreplay.core.regset import (
     inputs_digest,
     leader_clusters,
     merge_near_duplicates,
+    phase_one,
     pool,
     select,
     strata_counts,
-    subsample,
 )
 from ragreplay.errors import ConfigError
 from ragreplay.local.embeddings import get_embedder
@@ -54,6 +56,7 @@ from ragreplay.regset.candidates import (
     merge,
     replay_candidates,
     shadow_candidates,
+    window_candidate,
 )
 from ragreplay.shadow.privacy import load_redactor
 from ragreplay.store import Store
@@ -269,6 +272,33 @@ def stream_candidates(store: Store, recipe: BuildRecipe, counts: CandidateCounts
             yield c
 
 
+def _kept_whole(c: Candidate) -> Candidate | None:
+    """What a streamed build keeps of the candidate standing for a question: a replay case whole (an ingested
+    log is small), nothing of a shadow row (read again by id if phase one keeps its question)."""
+    return None if c.source == "shadow" else c
+
+
+def _read_again(store: Store, recipe: BuildRecipe, entries: Sequence[PoolEntry]) -> dict[int, Pooled]:
+    """The pooled questions of ``entries`` with their candidates whole (shadow rows read again by id: a few
+    hundred), by index in ``entries``; a row gone since the pass (purged meanwhile) leaves its question out."""
+    rows = store.shadow_window.window_rows([e.source_id for e in entries if e.candidate is None])
+    wounds = set(recipe.open_wounds)
+    out: dict[int, Pooled] = {}
+    for index, e in enumerate(entries):
+        c = e.candidate
+        if c is None:
+            row = rows.get(e.source_id)
+            if row is None:
+                continue
+            c = window_candidate(row)
+            if e.key in wounds:
+                c = c.model_copy(update={"open_wound": True})
+            if recipe.references:
+                c = _with_reference(c, recipe.references.get(e.key))
+        out[index] = Pooled(e.stratum, c, e.count)
+    return out
+
+
 def _with_reference(c: Candidate, reviewed: tuple[str | None, str | None] | None) -> Candidate:
     """A candidate with what a reviewer wrote of its question (the answer, the failure tag), when anything."""
     if reviewed is None:
@@ -317,27 +347,27 @@ def compute_items(
     pinned = frozenset(k for k, a in recipe.overrides.items() if a == "pin")
     graduated = frozenset(recipe.graduated)
     if recipe.design == "two-phase":  # streamed: memory follows the distinct questions, not the rows
-        counts = CandidateCounts()
-        pooler, digest = Pooler(recipe.margin, dropped, graduated), MultisetDigest()
-        for c in stream_candidates(store, recipe, counts):
-            pooler.add(c)
-            digest.add(c)
-        pooled, inputs = pooler.pooled(), digest.hexdigest()
-        figures.candidates, figures.read = digest.count, counts.as_dict()
-    else:
-        found = read_candidates(store, recipe)
-        figures.candidates = len(found.items)
-        figures.read = found.counts.as_dict()
-        pooled = pool(found.items, recipe.margin, dropped=dropped, graduated=graduated)
-        inputs = inputs_digest(found.items)
+        return _streamed_items(store, recipe, embedder, progress, figures)
+    found = read_candidates(store, recipe)
+    figures.candidates = len(found.items)
+    figures.read = found.counts.as_dict()
+    pooled = pool(found.items, recipe.margin, dropped=dropped, graduated=graduated)
     in_pool = {p.candidate.key for p in pooled}
     carried, figures.pins_missing = _carried_pins(store, sorted(pinned - in_pool), graduated)
     figures.pins_carried = len(carried)
     pooled += carried
-    if recipe.design == "two-phase":
-        held = {s: sum(p.stratum == s for p in pooled) for s in STRATA}
-        pooled = subsample(pooled, recipe.sizes, recipe.seed, keep=pinned)
-        figures.phase_one = {s: [sum(p.stratum == s for p in pooled), held[s]] for s in STRATA if held[s] > 0}
+    return _sampled_items(pooled, recipe, embedder, progress, figures), inputs_digest(found.items), figures
+
+
+def _sampled_items(
+    pooled: list[Pooled],
+    recipe: BuildRecipe,
+    embedder: Embedder,
+    progress: Progress | None,
+    figures: BuildFigures,
+) -> list[SetItem]:
+    """Phase two on the pooled questions: embedded, near duplicates merged, clustered, each quota drawn."""
+    pinned = frozenset(k for k, a in recipe.overrides.items() if a == "pin")
     vectors = _embed(embedder, [p.candidate.question for p in pooled], progress)
     merged = merge_near_duplicates(pooled, vectors, recipe.near_duplicate, keep=pinned)
     figures.near_duplicates_merged = len(pooled) - len(merged)
@@ -347,7 +377,38 @@ def compute_items(
     chosen = select(merged, clusters, recipe.sizes, recipe.seed, pinned=pinned)
     figures.pool_sizes = dict(chosen.pool_sizes)
     figures.clusters = dict(chosen.clusters)
-    return chosen.items, inputs, figures
+    return chosen.items
+
+
+def _streamed_items(
+    store: Store, recipe: BuildRecipe, embedder: Embedder, progress: Progress | None, figures: BuildFigures
+) -> tuple[list[SetItem], str, BuildFigures]:
+    """A two-phase build: the window pooled in one streamed pass keeping only each question's key, stratum,
+    requests and the id of the row standing for it; phase one on those; the rows phase one kept read again."""
+    dropped = frozenset(k for k, a in recipe.overrides.items() if a == "drop")
+    pinned = frozenset(k for k, a in recipe.overrides.items() if a == "pin")
+    graduated = frozenset(recipe.graduated)
+    counts = CandidateCounts()
+    pooler, digest = Pooler(recipe.margin, dropped, graduated, keep=_kept_whole), MultisetDigest()
+    for c in stream_candidates(store, recipe, counts):
+        pooler.add(c)
+        digest.add(c)
+    figures.candidates, figures.read = digest.count, counts.as_dict()
+    entries = pooler.entries()
+    in_pool = {e.key for e in entries}
+    carried, figures.pins_missing = _carried_pins(store, sorted(pinned - in_pool), graduated)
+    figures.pins_carried = len(carried)
+    questions = [(e.key, e.stratum) for e in entries] + [(p.candidate.key, p.stratum) for p in carried]
+    chosen = phase_one(questions, recipe.sizes, recipe.seed, pinned)
+    held = Counter(stratum for _, stratum in questions)
+    figures.phase_one = {
+        s: [sum(questions[i][1] == s for i in chosen), held[s]] for s in STRATA if held[s] > 0
+    }
+    kept = [i for i in sorted(chosen) if i < len(entries)]
+    whole = _read_again(store, recipe, [entries[i] for i in kept])
+    pooled = [replace(whole[j], phase_one=chosen[i]) for j, i in enumerate(kept) if j in whole]
+    pooled += [replace(p, phase_one=chosen[len(entries) + j]) for j, p in enumerate(carried)]
+    return _sampled_items(pooled, recipe, embedder, progress, figures), digest.hexdigest(), figures
 
 
 def new_set_id(now: datetime) -> str:
