@@ -5,11 +5,11 @@
     python benchmarks/regset_scale.py measure --db /tmp/shadow200k.db --design two-phase --embedder hash
     python benchmarks/regset_scale.py measure --db /tmp/shadow200k.db --design exact --embedder hash
 
-``make`` writes rows in time order, as a shadow log is appended, whose questions follow a Zipf-like frequency over ``rows / 3`` distinct questions (a few
-asked often, most asked once), half with a few words reworded (near duplicates), with judgments landing in every
-stratum and a user's feedback on some. ``measure`` runs one build in this process and prints a JSON line: wall
-seconds, peak RSS, candidates read, questions per stratum held and kept by phase one, items chosen. Run each
-``measure`` in its own process (peak RSS is the process's).
+``make`` writes rows in time order (as a shadow log is appended) whose questions follow a Zipf-like frequency
+over ``rows / 3`` distinct questions (a few asked often, most asked once), half with a few words reworded (near
+duplicates), with judgments landing in every stratum and a user's feedback on some. ``measure`` runs one build
+in this process and prints a JSON line: wall seconds, peak RSS, candidates read, questions per stratum held and
+kept by phase one, items chosen. Run each ``measure`` in its own process (peak RSS is the process's).
 """
 
 from __future__ import annotations
