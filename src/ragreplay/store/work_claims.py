@@ -229,8 +229,8 @@ class WorkClaimsRepository(StoreBase):
     def take_tokens(self, name: str, want: float, rate: float, capacity: float) -> tuple[float, float]:
         """Take up to ``want`` whole tokens from the shared bucket ``name`` (refilled at ``rate`` a second up to
         ``capacity``; made full on first use); returns ``(taken, wait_s)``: ``wait_s`` is how long until ``want``
-        tokens (or a full bucket) are there when none was taken (else 0): asking again sooner would find too few to be worth it. One transaction; the bucket row is locked while it
-        changes, so workers never take the same token."""
+        tokens (or a full bucket) are there when none was taken (else 0), as asking sooner would find too few.
+        One transaction; the bucket row is locked while it changes, so workers never take the same token."""
         if rate <= 0 or capacity < 1:
             raise ValueError("a rate bucket needs a positive rate and a capacity of at least 1")
         with self._write() as conn:
