@@ -75,7 +75,9 @@ def _outcomes(url: str) -> dict[str, tuple[object, object, object]]:
         store.close()
 
 
-def _reference(tmp_path: Path, data: list[ShadowRow]) -> tuple[dict[str, tuple[object, object, object]], set[str]]:
+def _reference(
+    tmp_path: Path, data: list[ShadowRow]
+) -> tuple[dict[str, tuple[object, object, object]], set[str]]:
     """The judgments and calls of one plain process judging the same rows in a fresh store."""
     url = f"sqlite:///{tmp_path / 'reference.db'}"
     store = Store.open(url)
