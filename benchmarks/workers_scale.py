@@ -7,12 +7,12 @@ endpoint, and one worker killed with SIGKILL mid-run.
 
 ``make`` writes the rows with :func:`regset_scale.make` (N shadow rows over 30 days) and leaves them unjudged.
 ``measure`` unjudges every row (judgments, claims and the model cache deleted), starts N processes of
-``ragreplay shadow judge --workers 1`` (as N machines would run it) against the mock OpenAI-compatible endpoint
-(``mock_openai_server.py``, its own process, a fixed latency), and times them from start to the last exit: one
-JSON line per N with the rows/s (rows over the span of their ``judged_at``, so without the start-up of the
-processes, a fixed second or two; ``rows_per_s_wall`` with it) and the speed-up over one worker. The mock is
-not the bottleneck: each worker keeps ``--concurrency`` rows in flight, so one worker is bound by the
-endpoint's latency, not its CPU.
+``ragreplay shadow judge --workers 1`` (as N machines would run it; N = 0: one plain ``shadow judge``, claiming
+nothing, the baseline) against the mock OpenAI-compatible endpoint (``mock_openai_server.py``, its own process,
+a fixed latency), and times them from start to the last exit: one JSON line per N with the rows/s (rows over
+the span of their ``judged_at``, so without the start-up of the processes, a fixed second or two;
+``rows_per_s_wall`` with it) and the speed-up over the first N measured. The mock is not the bottleneck: each
+worker keeps ``--concurrency`` rows in flight, so one worker is bound by the endpoint's latency, not its CPU.
 ``kill`` starts N workers, kills one with SIGKILL once a third of the rows are judged, and reports the rows
 lost, judgments beyond one a row, and calls made again (the mock counts its requests: each row is three), which
 must stay within the killed worker's calls in flight (``--concurrency`` rows of three calls).
@@ -97,10 +97,12 @@ def start_workers(
         str(lease),
     ]
     command += ["--judge", "mock:judge", "--since", SINCE, "--concurrency", str(concurrency)]
-    command += ["--workers", "1", "--config", str(cfg), "--format", "json"]
+    command += ["--config", str(cfg), "--format", "json"]
+    command += ["--workers", "1"] if n > 0 else []  # 0: one plain process, claiming nothing (the baseline)
     env = {**os.environ, "RAGREPLAY_BLOCK_REAL_MODELS": "0"}
     return [
-        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(n)
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(max(n, 1))
     ]
 
 
