@@ -11,6 +11,7 @@ from builders import make_shadow_row
 from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
 from ragreplay.store import Store
+from ragreplay.store.batch import WriteBatch
 from ragreplay.store.work_claims import SHADOW_JUDGE_QUEUE
 
 NOW = datetime.now(UTC)
@@ -123,12 +124,17 @@ def test_claims_racing_from_threads_never_hand_a_row_to_two_workers(store: Store
     assert sorted(every) == sorted(ids(rows(200)))  # each row once, none missed
 
 
-def test_a_second_judgment_of_a_row_never_overwrites_the_first(store: Store) -> None:
-    store.shadow_rows.write_shadow_rows(rows(1))
-    store.shadow_judgments.save_shadow_judgments([judgment("r0000", Fit.FIT, judge="first")])
-    store.shadow_judgments.save_shadow_judgments([judgment("r0000", Fit.NO_FIT, judge="second")])
-    ((_, stored),) = store.shadow_judgments.load_shadow_judgments()
-    assert (stored.fit, stored.judge) == (Fit.FIT, "first")
+def test_a_second_judgment_from_the_writer_never_overwrites_the_first(store: Store) -> None:
+    store.shadow_rows.write_shadow_rows(rows(2))
+    first = [judgment("r0000", Fit.FIT, judge="first"), judgment("r0001", Fit.FIT, judge="first")]
+    store.write_batch(WriteBatch(shadow_judgments=first))
+    store.write_batch(WriteBatch(shadow_judgments=[judgment("r0000", Fit.NO_FIT, judge="second")]))
+    stored = {rec.row_id: (rec.fit, rec.judge) for _, rec in store.shadow_judgments.load_shadow_judgments()}
+    assert stored == {"r0000": (Fit.FIT, "first"), "r0001": (Fit.FIT, "first")}
+    # re-judging on purpose (the repository's own save) still replaces
+    store.shadow_judgments.save_shadow_judgments([judgment("r0001", Fit.NO_FIT, judge="again")])
+    stored = {rec.row_id: (rec.fit, rec.judge) for _, rec in store.shadow_judgments.load_shadow_judgments()}
+    assert stored == {"r0000": (Fit.FIT, "first"), "r0001": (Fit.NO_FIT, "again")}
 
 
 def test_the_shared_bucket_grants_its_capacity_then_its_rate(store: Store) -> None:
