@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Annotated, cast
 
 import typer
@@ -20,9 +21,12 @@ from ragreplay.cli.common import (
     settings_from,
 )
 from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, write_json
+from ragreplay.cli.local_workers import check_lease, check_workers, report_failures, run_local_workers
 from ragreplay.core.costs import cost_text
 from ragreplay.errors import ConfigError
+from ragreplay.jobs.claims import DEFAULT_LEASE_S, worker_id
 from ragreplay.jobs.runner import Progress
+from ragreplay.jobs.shared_rate import StoreRateLimit
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
 from ragreplay.judges.position import OrderMode
@@ -33,6 +37,7 @@ from ragreplay.review.failure_tags import with_shadow_failure_tags
 from ragreplay.settings import Settings
 from ragreplay.shadow.judging import (
     ShadowJudges,
+    SharedJudging,
     judge_shadow,
     parse_since,
     stored_shadow_summary,
@@ -51,15 +56,20 @@ async def judge_with_progress(
     seed: int | None,
     since: str,
     limit: int | None,
+    lease: float | None = None,
 ) -> Progress:
-    """Judge the unjudged shadow rows newer than ``since`` with a progress bar (count, elapsed)."""
+    """Judge the unjudged shadow rows newer than ``since`` with a progress bar (count, elapsed); with
+    ``lease``, as one of several workers claiming rows from the store (leases of that many seconds) and
+    sharing each provider's rate limit through it."""
     start = parse_since(since)
     total = store.shadow_judgments.count_unjudged_shadow_rows(start)
     total = total if limit is None else min(total, limit)
     bar = count_progress()
     task = bar.add_task("judging shadow rows", total=total)
+    shared = None if lease is None else SharedJudging(store.work_claims, worker_id(), lease)
+    rate = None if lease is None else StoreRateLimit(store.work_claims)
     async with StoreWriter(store) as writer:
-        factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ)
+        factory = ModelFactory(settings.model_settings(), cache=writer, env=os.environ, shared_rate=rate)
         try:
             judges = ShadowJudges(
                 pairwise=build_pairwise_judge(judge, factory),
@@ -77,9 +87,12 @@ async def judge_with_progress(
                     limit=limit,
                     concurrency=settings.concurrency,
                     on_row=lambda _: bar.advance(task),
+                    shared=shared,
                 )
         finally:
             await factory.aclose()
+            if rate is not None:
+                rate.close()
 
 
 def judge(
@@ -95,6 +108,21 @@ def judge(
     concurrency: Annotated[int | None, typer.Option(help="Rows judged at once [default: 16]")] = None,
     fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
     config: ConfigOption = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Judge as N worker processes that claim rows from the store (each row judged once, the "
+            "providers' rate limits shared); run it on several machines against one PostgreSQL store to add "
+            "theirs. --limit and --concurrency then apply to each worker"
+        ),
+    ] = None,
+    lease: Annotated[
+        float,
+        typer.Option(
+            help="With --workers: seconds a worker's claim lasts unrenewed (a dead worker's rows "
+            "go to the others after this)"
+        ),
+    ] = DEFAULT_LEASE_S,
 ) -> None:
     """Judge the shadow rows not judged yet: agreement (FIT judge, champion answer vs candidate) and blind
     preference (pairwise judge). Each row is judged once; running it again judges only rows added since."""
@@ -103,21 +131,30 @@ def judge(
         raise ConfigError(f"--order {order!r}: choose both or random")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit {limit}: must be at least 1")
+    check_workers(workers)
+    check_lease(lease)
     parse_since(since)  # a bad --since fails before any store is opened
     settings = settings_from(config, db=db, concurrency=concurrency)
+    fit_spec = fit_judge or default_fit_judge(judge)
+    failed = 0
     with open_store(settings.db) as store:
-        counts = asyncio.run(
-            judge_with_progress(
-                store,
-                settings,
-                judge,
-                fit_judge or default_fit_judge(judge),
-                cast(OrderMode, order),
-                seed,
-                since,
-                limit,
+        if workers is not None and workers > 1:
+            argv = _worker_argv(settings, since, judge, fit_spec, order, seed, limit, lease, config)
+            counts, failed = _judge_in_workers(store, argv, workers, since)
+        else:
+            counts = asyncio.run(
+                judge_with_progress(
+                    store,
+                    settings,
+                    judge,
+                    fit_spec,
+                    cast(OrderMode, order),
+                    seed,
+                    since,
+                    limit,
+                    lease=None if workers is None else lease,
+                )
             )
-        )
         left = store.shadow_judgments.count_unjudged_shadow_rows()
     if as_json:
         write_json(
@@ -139,6 +176,52 @@ def judge(
         + f"; {left} unjudged row(s) left in the store",
         highlight=False,
     )
+    if failed:
+        raise typer.Exit(failed)
+
+
+def _worker_argv(
+    settings: Settings,
+    since: str,
+    judge: str,
+    fit_judge: str,
+    order: str,
+    seed: int | None,
+    limit: int | None,
+    lease: float,
+    config: Path | None,
+) -> list[str]:
+    """One worker's command: this one with ``--workers 1`` and a JSON summary."""
+    argv = ["shadow", "judge", "--since", since, "--judge", judge, "--fit-judge", fit_judge, "--order", order]
+    argv += ["--db", settings.db, "--concurrency", str(settings.concurrency), "--workers", "1"]
+    argv += ["--lease", str(lease), "--format", "json"]
+    argv += [] if seed is None else ["--seed", str(seed)]
+    argv += [] if limit is None else ["--limit", str(limit)]
+    argv += [] if config is None else ["--config", str(config)]
+    return argv
+
+
+def _judge_in_workers(store: Store, argv: list[str], workers: int, since: str) -> tuple[Progress, int]:
+    """Run ``workers`` worker processes of ``argv``; their counts added up, and the exit code of the first
+    that failed (0: none did)."""
+    start = parse_since(since)
+    total = store.shadow_judgments.count_unjudged_shadow_rows(start)
+    outcomes = run_local_workers(
+        argv,
+        workers,
+        "judging shadow rows",
+        total,
+        lambda: store.shadow_judgments.count_unjudged_shadow_rows(start),
+    )
+    counts = Progress(total=total)
+    for outcome in outcomes:
+        summary = outcome.summary or {}
+        counts.done += int(summary.get("judged", 0))
+        counts.errors += int(summary.get("errors", 0))
+        counts.unscorable += int(summary.get("unscorable", 0))
+        counts.cost_usd += float(summary.get("cost_usd", 0.0))
+        counts.unpriced_calls += int(summary.get("unpriced_calls", 0))
+    return counts, report_failures(outcomes)
 
 
 def report(

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, cast
 
+from ragreplay.jobs.claims import ItemFeed
 from ragreplay.jobs.read_ahead import ReadAhead
 
 T = TypeVar("T")
@@ -52,6 +53,9 @@ class JobPlan(Generic[T]):
     read_ahead: bool = False
     """True when ``todo`` reads the store as it goes: it is then read in a thread, a chunk ahead of the workers
     (:mod:`ragreplay.jobs.read_ahead`), so its page reads do not hold up the event loop."""
+    feed: ItemFeed[T] | None = None
+    """When several workers share the job: the items come from this feed (claimed from the store,
+    :class:`~ragreplay.jobs.claims.ClaimFeed`) instead of ``todo``, each item reported finished once saved."""
 
 
 class Job(Protocol[T_contra, R]):
@@ -96,6 +100,9 @@ async def _run_job(
         if progress is not None:
             progress(state)
 
+    if plan.feed is not None:
+        return await _run_feed(finish, plan.feed, concurrency, state)
+
     if not plan.read_ahead:
         items = iter(plan.todo)
 
@@ -119,6 +126,27 @@ async def _run_job(
         await run_workers(reading_worker, max(1, concurrency))
     finally:
         await ahead.close()
+    return state
+
+
+async def _run_feed(
+    finish: Callable[[T], Awaitable[None]], feed: ItemFeed[T], concurrency: int, state: Progress
+) -> Progress:
+    """The workers of a job shared with other processes: items from ``feed``, each reported finished once
+    saved; the feed is closed (this worker's claims released) however the job ends."""
+
+    async def claiming_worker() -> None:
+        while True:
+            found, item = await feed.take()
+            if not found:
+                return
+            await finish(cast(T, item))
+            feed.finished(item)
+
+    try:
+        await run_workers(claiming_worker, max(1, concurrency))
+    finally:
+        await feed.close()
     return state
 
 

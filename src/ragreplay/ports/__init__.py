@@ -100,6 +100,14 @@ class CacheBackend(Protocol):
         ...
 
 
+class SharedRateLimit(Protocol):
+    """A provider's request rate shared with other processes (the workers of one job, through the store)."""
+
+    async def acquire(self, provider: str, requests_per_minute: float) -> None:
+        """Wait until one more request to ``provider`` fits its shared limit of ``requests_per_minute``."""
+        ...
+
+
 class PinnedRewrites(Protocol):
     """The store's ``rewrites`` repository, as the replay engine reads it."""
 

@@ -74,12 +74,19 @@ class _NotSent(ProviderError):
 class ProviderGate:
     """Limits shared by one provider's calls: a concurrency semaphore, a rate limiter, in-flight counts."""
 
-    def __init__(self, max_concurrency: int, limiter: RateLimiter) -> None:
+    def __init__(
+        self,
+        max_concurrency: int,
+        limiter: RateLimiter,
+        shared: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         self.max_concurrency = max_concurrency
         self.semaphore = asyncio.Semaphore(max_concurrency)
         self.limiter = limiter
+        self.shared = shared
+        """Waits for a turn under a limit shared with other processes (``None``: this process alone)."""
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -104,11 +111,12 @@ class LimitedModel:
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
         gate: ProviderGate | None = None,
+        shared: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.inner = inner
         self.retry = retry or RetryPolicy()
         self.gate = gate or ProviderGate(
-            max_concurrency, RateLimiter(requests_per_minute, clock=clock, sleep=sleep)
+            max_concurrency, RateLimiter(requests_per_minute, clock=clock, sleep=sleep), shared
         )
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -184,6 +192,8 @@ class LimitedModel:
             ticket = await gate.limiter.acquire(self.retry.budget_s)
             if ticket is None:
                 raise self._not_sent()
+            if gate.shared is not None:
+                await gate.shared()
             gate.in_flight += 1
             gate.peak_in_flight = max(gate.peak_in_flight, gate.in_flight)
             try:

@@ -11,12 +11,13 @@ import logging
 import os
 import re
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragreplay.core.retry import RetryPolicy
 from ragreplay.errors import ConfigError
-from ragreplay.ports import CacheBackend, ChatModel
+from ragreplay.ports import CacheBackend, ChatModel, SharedRateLimit
 from ragreplay.providers.anthropic import AnthropicModel
 from ragreplay.providers.cache import CachedModel
 from ragreplay.providers.config import ModelSettings, ProviderConfig
@@ -82,8 +83,11 @@ class ModelFactory:
         env: Mapping[str, str] | None = None,
         *,
         sleep: Sleep = asyncio.sleep,
+        shared_rate: SharedRateLimit | None = None,
     ) -> None:
         self.settings = settings or ModelSettings()
+        self.shared_rate = shared_rate
+        """Where a provider's ``requests_per_minute`` is shared with other processes (``--workers``)."""
         self.cache = cache
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.prices = price_table(self.settings.prices)
@@ -142,7 +146,11 @@ class ModelFactory:
         if first is not None:
             return first.sharing(raw)
         retry = RetryPolicy(max_retries=cfg.max_retries, budget_s=cfg.retry_budget_s)
-        limited = LimitedModel(raw, cfg.max_concurrency, cfg.requests_per_minute, retry, sleep=self._sleep)
+        shared = None
+        rpm = cfg.requests_per_minute
+        if self.shared_rate is not None and rpm:
+            shared = partial(self.shared_rate.acquire, provider, rpm)
+        limited = LimitedModel(raw, cfg.max_concurrency, rpm, retry, sleep=self._sleep, shared=shared)
         self._limits[provider] = limited
         return limited
 

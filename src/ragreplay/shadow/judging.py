@@ -26,11 +26,13 @@ from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Feedback, Fit
 from ragreplay.errors import ConfigError, RagreplayError
+from ragreplay.jobs.claims import DEFAULT_LEASE_S, ClaimFeed, StoreQueue
 from ragreplay.jobs.runner import JobPlan, Progress, run_job
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.position import OrderMode, PairOutcome, SideWinner, judge_pair
 from ragreplay.judges.version import version_of
 from ragreplay.ports import Judge, PairwiseJudge, ShadowJudgingStore
+from ragreplay.store.work_claims import SHADOW_JUDGE_QUEUE, ClaimBatch, WorkClaimsRepository
 
 _AGE = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -168,16 +170,44 @@ async def judge_shadow(
     limit: int | None = None,
     concurrency: int = 8,
     on_row: Callable[[ShadowJudgmentRecord], None] | None = None,
+    shared: SharedJudging | None = None,
 ) -> Progress:
     """Judge the unjudged rows with ``ts >= since`` (at most ``limit``), oldest first, read page by page;
     ``on_row`` is called as each row's judgment is saved. ``done`` counts the rows judged, ``errors`` those
-    that could not be because a side failed."""
-    rows = store.shadow_rows.iter_shadow_rows(since=since, unjudged_only=True, limit=limit)
+    that could not be because a side failed. With ``shared``, the rows are claimed from the store as one of
+    several workers (each row judged by one of them; ``done`` counts this worker's)."""
     total = store.shadow_judgments.count_unjudged_shadow_rows(since)
-    plan = JobPlan(
-        todo=rows, progress=Progress(total=total if limit is None else min(total, limit)), read_ahead=True
-    )
-    return await run_job(ShadowJudgingJob(judges, writer, on_row), plan, concurrency)
+    progress = Progress(total=total if limit is None else min(total, limit))
+    job = ShadowJudgingJob(judges, writer, on_row)
+    if shared is not None:
+        feed = shared_feed(shared, since, limit, concurrency)
+        return await run_job(job, JobPlan(todo=(), progress=progress, feed=feed), concurrency)
+    rows = store.shadow_rows.iter_shadow_rows(since=since, unjudged_only=True, limit=limit)
+    return await run_job(job, JobPlan(todo=rows, progress=progress, read_ahead=True), concurrency)
+
+
+@dataclass(frozen=True)
+class SharedJudging:
+    """This process as one worker of several judging the same store's rows (``shadow judge --workers``):
+    rows are claimed from ``claims`` under leases of ``lease_s`` seconds, as ``worker``."""
+
+    claims: WorkClaimsRepository
+    worker: str
+    lease_s: float = DEFAULT_LEASE_S
+
+
+def shared_feed(
+    shared: SharedJudging, since: datetime | None, limit: int | None, concurrency: int
+) -> ClaimFeed[ShadowRow]:
+    """The feed of unjudged rows with ``ts >= since`` claimed by ``shared.worker``, a batch of about
+    ``concurrency`` at a time, at most ``limit`` rows."""
+    claims, worker, lease_s = shared.claims, shared.worker, shared.lease_s
+
+    def claim(n: int, after: Any) -> ClaimBatch[ShadowRow]:
+        return claims.claim_shadow_rows(worker, n, lease_s, since=since, after=after)
+
+    queue = StoreQueue(claims, SHADOW_JUDGE_QUEUE, worker, claim, key=lambda row: row.id)
+    return ClaimFeed(queue, batch=max(8, concurrency), lease_s=lease_s, limit=limit)
 
 
 def compare_row(row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback | None = None) -> CompareRow:

@@ -640,3 +640,33 @@ def m016_golden_sets(conn: Connection) -> None:
         Column("payload", Text, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(17)
+def m017_work_claims(conn: Connection) -> None:
+    """Work claims and shared rate buckets: several worker processes (on one machine or many) share one job.
+
+    ``work_claims`` holds the items a worker has claimed and not finished: the queue (the job), the item's id,
+    the worker and when its lease ends (seconds since the epoch on the store's clock). ``rate_buckets`` is one
+    token bucket per provider, shared by every worker of a job."""
+    md = MetaData()
+    Table(
+        "work_claims",
+        md,
+        Column("queue", Text, primary_key=True),
+        Column("item_id", Id, primary_key=True),
+        Column("worker", Text, nullable=False),
+        Column("lease_until", Float, nullable=False),
+        Index("ix_work_claims_lease", "queue", "lease_until"),
+        Index("ix_work_claims_worker", "queue", "worker"),
+    )
+    Table(
+        "rate_buckets",
+        md,
+        Column("name", Text, primary_key=True),
+        Column("tokens", Float, nullable=False),
+        Column("rate", Float, nullable=False),
+        Column("capacity", Float, nullable=False),
+        Column("stamp", Float, nullable=False),
+    )
+    md.create_all(conn)

@@ -489,3 +489,22 @@ golden_rows = Table(
     Column("row_id", StorableText, nullable=False),
     Column("payload", StorableText, nullable=False),
 )
+
+work_claims = Table(
+    "work_claims",
+    metadata,
+    Column("queue", StorableText, primary_key=True),
+    Column("item_id", Id, primary_key=True),
+    Column("worker", StorableText, nullable=False),
+    Column("lease_until", Float, nullable=False),
+)
+
+rate_buckets = Table(
+    "rate_buckets",
+    metadata,
+    Column("name", StorableText, primary_key=True),
+    Column("tokens", Float, nullable=False),
+    Column("rate", Float, nullable=False),
+    Column("capacity", Float, nullable=False),
+    Column("stamp", Float, nullable=False),
+)

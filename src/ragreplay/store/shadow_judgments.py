@@ -19,24 +19,34 @@ from ragreplay.store.schema import dumps, shadow_judgments, shadow_rows
 class ShadowJudgmentsRepository(StoreBase):
     """Saving shadow judgments (marking their rows judged in the same transaction) and reading them back."""
 
-    def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord]) -> None:
-        """Upsert ``records`` and set each row's ``judged_at``, all in one transaction."""
+    def save_shadow_judgments(self, records: Sequence[ShadowJudgmentRecord], replace: bool = True) -> None:
+        """Save ``records`` and set each row's ``judged_at``, all in one transaction: a row judged already gets
+        the new judgment and mark (re-judging), unless ``replace`` is false (see :meth:`put_shadow_judgments`)."""
         if not records:
             return
         with self._write() as conn:
-            self.put_shadow_judgments(conn, records)
+            self.put_shadow_judgments(conn, records, replace)
 
-    def put_shadow_judgments(self, conn: Connection, records: Sequence[ShadowJudgmentRecord]) -> None:
-        """Upsert ``records`` and mark their rows judged inside the caller's transaction ``conn``."""
+    def put_shadow_judgments(
+        self, conn: Connection, records: Sequence[ShadowJudgmentRecord], replace: bool = False
+    ) -> None:
+        """Save ``records`` and mark their rows judged inside the caller's transaction ``conn``. Unless
+        ``replace``, a row judged already keeps its judgment and its mark: the first judgment saved wins, so
+        two workers that judged the same row (one whose lease had run out) never overwrite each other (the
+        judging job's writes, through the jobs' writer)."""
         if not records:
             return
-        conn.execute(self._upsert(shadow_judgments, ["row_id"]), [_values(r) for r in records])
+        insert = self._upsert if replace else self._insert_ignore
+        conn.execute(insert(shadow_judgments, ["row_id"]), [_values(r) for r in records])
         by_time: dict[datetime, list[str]] = {}
         for record in records:
             by_time.setdefault(record.judged_at, []).append(record.row_id)
         for at, ids in by_time.items():
             for part in chunked(ids):
-                conn.execute(update(shadow_rows).where(shadow_rows.c.id.in_(part)).values(judged_at=at))
+                marked = update(shadow_rows).where(shadow_rows.c.id.in_(part))
+                if not replace:
+                    marked = marked.where(shadow_rows.c.judged_at.is_(None))
+                conn.execute(marked.values(judged_at=at))
 
     def count_unjudged_shadow_rows(self, since: datetime | None = None) -> int:
         """How many rows with ``ts >= since`` (all when ``None``) are not judged yet."""

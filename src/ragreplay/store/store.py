@@ -32,6 +32,7 @@ from ragreplay.store.shadow_feedback import ShadowFeedbackRepository
 from ragreplay.store.shadow_judgments import ShadowJudgmentsRepository
 from ragreplay.store.shadow_purge import ShadowPurgeRepository
 from ragreplay.store.shadow_window import ShadowWindowRepository
+from ragreplay.store.work_claims import WorkClaimsRepository
 
 
 class Store(StoreBase):
@@ -46,7 +47,8 @@ class Store(StoreBase):
     reviews), ``review_sessions`` (the review screen's logins), ``review_judgments`` (judgments of review items
     by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time),
     ``evals`` (`ragreplay eval` runs and their rows' scores), ``golden`` (golden set versions and their rows) and
-    ``secrets`` (e.g. the shadow's user-id salt).
+    ``secrets`` (e.g. the shadow's user-id salt), ``work_claims`` (items claimed by the workers sharing a job,
+    and their shared rate buckets).
     Each service takes the repository (or the protocol in ``ragreplay.ports``) it needs. Every method is
     synchronous and commits its own transaction; :meth:`write_batch` writes across repositories in one. A store
     may be used from one thread other than the one that opened it (the jobs' writer thread).
@@ -74,6 +76,7 @@ class Store(StoreBase):
         self.calibration_history = CalibrationHistoryRepository(engine, display_url)
         self.evals = EvalsRepository(engine, display_url)
         self.golden = GoldenSetsRepository(engine, display_url)
+        self.work_claims = WorkClaimsRepository(engine, display_url)
         self._batch = BatchWriter(
             engine,
             display_url,
