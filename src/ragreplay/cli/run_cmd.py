@@ -34,9 +34,14 @@ from ragreplay.cli.common import (
 from ragreplay.cli.common import (
     unpriced_note as common_unpriced_note,
 )
+from ragreplay.cli.json_output import FORMAT_HELP, check_output_format, write_json
+from ragreplay.cli.local_workers import check_lease, check_workers
+from ragreplay.cli.run_workers import run_local, run_one_worker, run_summary
 from ragreplay.core.runs import RunRecord, RunStatus
 from ragreplay.core.types import Case
+from ragreplay.errors import ConfigError
 from ragreplay.jobs import runner
+from ragreplay.jobs.claims import DEFAULT_LEASE_S
 from ragreplay.ports import Target
 from ragreplay.replay.replay_run import case_selection, replay, summarize_run
 from ragreplay.report.terminal import build_renderable
@@ -102,8 +107,10 @@ async def run_replay(
     cases: Collection[Case],
     selection: dict[str, object],
     fresh: bool,
+    on_counts: runner.ProgressCallback | None = None,
 ) -> RunRecord:
-    """Plan (or resume) a run and execute it with a live progress bar (shown once the run is planned)."""
+    """Plan (or resume) a run and execute it with a live progress bar (shown once the run is planned);
+    ``on_counts`` also hears the runner's counts."""
     bar = progress_bar()
     task = bar.add_task(
         "replay",
@@ -130,7 +137,12 @@ async def run_replay(
         log.debug("run %s: concurrency %d, judge %s", run.id, settings.concurrency, settings.judge)
         bar.start()
 
-    on_progress = progress_updater(bar, task)
+    updater = progress_updater(bar, task)
+
+    def on_progress(p: runner.Progress) -> None:
+        updater(p)
+        if on_counts is not None:
+            on_counts(p)
 
     try:
         return await replay(
@@ -163,6 +175,29 @@ def run(
         ),
     ] = False,
     config: ConfigOption = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Replay as N worker processes that claim cases from the store (each case replayed once, the "
+            "providers' rate limits shared); on several machines, run it on each against one PostgreSQL store "
+            "(or --workers 1 --run-id ID). --concurrency then applies to each worker"
+        ),
+    ] = None,
+    lease: Annotated[
+        float,
+        typer.Option(
+            help="With --workers: seconds a worker's claim lasts unrenewed (a dead worker's cases go to the "
+            "others after this)"
+        ),
+    ] = DEFAULT_LEASE_S,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id",
+            help="With --workers: join this run (its full id) instead of finding it by target and cases",
+        ),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "text",
 ) -> None:
     """Replay labelled cases through a candidate and judge each new answer against the old one.
 
@@ -170,21 +205,53 @@ def run(
     model call is paid twice. The same command on a finished run shows it again without a call (--fresh
     replays anew).
     """
+    as_json = check_output_format(fmt)
+    check_workers(workers)
+    check_lease(lease)
+    if run_id is not None and (workers is None or fresh):
+        raise ConfigError(
+            f"--run-id {run_id}: joins a run as a worker. Fix: add --workers 1 (or N), without --fresh"
+        )
     settings = settings_from(
         config, db=db, judge=judge, rewriter=rewriter, concurrency=concurrency, cache=cache
     )
     loaded_target = load_target(target)
     tags = parse_tags(tag)
+    marked: bool | None = None
+    counts: runner.Progress | None = None
+    failed = 0
     with open_store(settings.db, create=True) as store:
-        cases = case_selection(store, source, tags, limit)
         selection: dict[str, object] = {"source_ids": source or None, "tags": tags or None, "limit": limit}
+        cases: Collection[Case] = [] if run_id is not None else case_selection(store, source, tags, limit)
         try:
-            replayed = asyncio.run(run_replay(store, settings, loaded_target, cases, selection, fresh))
+            if workers is None:
+                last: dict[str, runner.Progress] = {}
+                replayed_id = asyncio.run(
+                    run_replay(
+                        store, settings, loaded_target, cases, selection, fresh, lambda p: last.update(p=p)
+                    )
+                ).id
+                counts = last.get("p")
+            elif workers == 1:
+                replayed_id, counts, done_here = run_one_worker(
+                    store, settings, loaded_target, cases, selection, fresh, run_id, lease
+                )
+                marked = done_here
+            else:
+                replayed_id, counts, failed = run_local(
+                    store, settings, target, loaded_target, cases, selection, fresh, workers, lease, config
+                )
         except KeyboardInterrupt:
             err_console.print(
                 "\n[yellow]interrupted.[/yellow] Finished cases are saved; run the same command again to resume."
             )
             raise typer.Exit(130) from None
-        summary = summarize_run(store, replayed.id, keep=EXAMPLES)  # the rows shown, not all
-    console.print(build_renderable(summary, examples=EXAMPLES))
-    info(f"\nfull report: ragreplay report {replayed.id} --format md", to=console)
+        if as_json:
+            write_json(run_summary(store, replayed_id, counts, marked))
+        else:
+            summary = summarize_run(store, replayed_id, keep=EXAMPLES)  # the rows shown, not all
+    if not as_json:
+        console.print(build_renderable(summary, examples=EXAMPLES))
+        info(f"\nfull report: ragreplay report {replayed_id} --format md", to=console)
+    if failed:
+        raise typer.Exit(failed)

@@ -45,8 +45,8 @@ class ItemFeed(Protocol[T_co]):
         """``(True, item)`` for the next item, ``(False, None)`` once there are none left."""
         ...
 
-    def finished(self, item: Any) -> None:
-        """``item``'s result is committed: its claim may go."""
+    def finished(self, item: Any, result: Any = None) -> None:
+        """``item``'s result (``result``) is committed: its claim may go."""
         ...
 
     async def close(self) -> None:
@@ -91,10 +91,12 @@ class ClaimFeed(Generic[T]):
         lease_s: float = DEFAULT_LEASE_S,
         limit: int | None = None,
         poll_s: float | None = None,
+        parks: Callable[[Any], bool] | None = None,
     ) -> None:
         if lease_s < MIN_LEASE_S:
             raise ValueError(f"a lease must last at least {MIN_LEASE_S} s")
         self.queue = queue
+        self.parks = parks
         self.batch = max(1, batch)
         self.lease_s = lease_s
         self.limit = limit
@@ -109,6 +111,7 @@ class ClaimFeed(Generic[T]):
         self._task: asyncio.Task[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragreplay-claims")
         self._finished: list[str] = []
+        self._parked: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._keeper = threading.Thread(target=self._keep_leases, name="ragreplay-leases", daemon=True)
@@ -128,10 +131,15 @@ class ClaimFeed(Generic[T]):
             self._claiming()
         return True, item
 
-    def finished(self, item: Any) -> None:
-        """``item``'s result is committed: its claim is deleted with the next tick."""
+    def finished(self, item: Any, result: Any = None) -> None:
+        """``item``'s result is committed: its claim is deleted with the next tick, or parked when ``parks``
+        says the result failed (not to be claimed again in this attempt of the job:
+        :meth:`~ragreplay.store.work_claims.WorkClaimsRepository.park`)."""
         with self._lock:
-            self._finished.append(self.queue.key(item))
+            if self.parks is not None and self.parks(result):
+                self._parked.append(self.queue.key(item))
+            else:
+                self._finished.append(self.queue.key(item))
 
     async def close(self) -> None:
         """Stop claiming and renewing; release this worker's claims (finished items, and those it had not
@@ -189,6 +197,9 @@ class ClaimFeed(Generic[T]):
     def _release_finished(self) -> None:
         with self._lock:
             done, self._finished = self._finished, []
+            parked, self._parked = self._parked, []
+        if parked:
+            self.queue.repo.park(self.queue.queue, self.queue.worker, parked)
         if done:
             self.queue.repo.release(self.queue.queue, self.queue.worker, done)
 

@@ -93,12 +93,13 @@ async def _run_job(
     if progress is not None:
         progress(state)
 
-    async def finish(item: T) -> None:
+    async def finish(item: T) -> R:
         result = await job.run_one(item)
         state.done += 1
         job.count(state, result)
         if progress is not None:
             progress(state)
+        return result
 
     if plan.feed is not None:
         return await _run_feed(finish, plan.feed, concurrency, state)
@@ -130,18 +131,18 @@ async def _run_job(
 
 
 async def _run_feed(
-    finish: Callable[[T], Awaitable[None]], feed: ItemFeed[T], concurrency: int, state: Progress
+    finish: Callable[[T], Awaitable[R]], feed: ItemFeed[T], concurrency: int, state: Progress
 ) -> Progress:
-    """The workers of a job shared with other processes: items from ``feed``, each reported finished once
-    saved; the feed is closed (this worker's claims released) however the job ends."""
+    """The workers of a job shared with other processes: items from ``feed``, each reported finished (with its
+    result) once saved; the feed is closed (this worker's claims released) however the job ends."""
 
     async def claiming_worker() -> None:
         while True:
             found, item = await feed.take()
             if not found:
                 return
-            await finish(cast(T, item))
-            feed.finished(item)
+            result = await finish(cast(T, item))
+            feed.finished(item, result)
 
     try:
         await run_workers(claiming_worker, max(1, concurrency))

@@ -81,13 +81,17 @@ class Replayer:
         while page := list(islice(left, size)):
             size = min(2 * size, _PAGE)
             todo = [(c, started.get(c.id) or ResultRecord(run_id=run_id, case_id=c.id)) for c in page]
-            if self._rewriter_key is not None:
-                follow_ups = [c.id for c, r in todo if c.history and r.rewrite is None]
-                self._pinned.update(self.store.rewrites.get_rewrites(follow_ups, self._rewriter_key))
-                # Cases still to be rewritten first (two calls, one after the other): the run's last calls are
-                # then single ones that end together, rather than rewrites whose judge calls go out last.
-                todo.sort(key=lambda item: not self._to_rewrite(*item))
-            yield from todo
+            yield from self.with_pins(todo)
+
+    def with_pins(self, todo: list[tuple[Case, ResultRecord]]) -> list[tuple[Case, ResultRecord]]:
+        """A page of cases to replay, the rewrites pinned to its follow-ups looked up (one query), those still
+        to be rewritten first (two calls, one after the other): the run's last calls are then single ones that
+        end together, rather than rewrites whose judge calls go out last."""
+        if self._rewriter_key is not None:
+            follow_ups = [c.id for c, r in todo if c.history and r.rewrite is None]
+            self._pinned.update(self.store.rewrites.get_rewrites(follow_ups, self._rewriter_key))
+            todo.sort(key=lambda item: not self._to_rewrite(*item))
+        return todo
 
     def _to_rewrite(self, case: Case, result: ResultRecord) -> bool:
         """Whether the case's replay starts with a rewriter call (a follow-up with no rewrite yet)."""

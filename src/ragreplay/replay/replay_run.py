@@ -14,6 +14,7 @@ from ragreplay.core.runs import ResultStatus, RunRecord, RunStatus
 from ragreplay.core.types import Case
 from ragreplay.errors import ConfigError, RagreplayError
 from ragreplay.jobs.runner import Progress, ProgressCallback
+from ragreplay.jobs.shared_rate import StoreRateLimit
 from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge
 from ragreplay.ports import Judge, QueryRewriter, ResultWriter, Target
@@ -21,6 +22,7 @@ from ragreplay.providers.registry import ModelFactory
 from ragreplay.replay.engine import Replayer
 from ragreplay.replay.rewrite import ConcatRewriter, LocalRewriter, Rewriter
 from ragreplay.replay.selection import CaseSelection, case_ids
+from ragreplay.replay.shared import SharedOutcome, SharedReplay, replay_shared
 from ragreplay.settings import Settings
 from ragreplay.store import Store
 
@@ -76,19 +78,27 @@ def plan_run(
     rewriter: QueryRewriter | None,
     selection: Mapping[str, Any],
     fresh: bool = False,
+    shared: bool = False,
+    run_id: str | None = None,
 ) -> tuple[RunRecord, bool]:
     """The run to execute, and whether it is an earlier one: the newest run with the same config and dataset
     (an unfinished one, or a finished one with errored cases, is set ``running`` to be resumed; a finished one
-    with every case done comes back ``done``: nothing to replay), or, with ``fresh`` or none found, a new one."""
+    with every case done comes back ``done``: nothing to replay), or, with ``fresh`` or none found, a new one.
+
+    ``shared`` (one of several workers): found or created under a lock, a run already ``running`` joined as
+    it is (:meth:`~ragreplay.store.runs.RunsRepository.join_run`); ``run_id`` joins that run, which must
+    have been made with the same target, judge and rewriter (``cases`` is then not read)."""
     config = {
         "target": {"name": target.name, "version": target.version},
         "judge": {"name": judge.name, "prompt_version": judge.prompt_version},
         "rewriter": {"name": rewriter.name, "prompt_version": rewriter.prompt_version} if rewriter else None,
     }
     config_hash = content_hash(config)
-    ids = case_ids(cases)
+    if run_id is not None:
+        _check_joined(store, run_id, config_hash, config)
+    ids = [] if run_id is not None else case_ids(cases)
     dataset_hash = content_hash(sorted(ids))
-    if not fresh:
+    if not fresh and not shared and run_id is None:
         found = store.runs.find_latest_run(config_hash, dataset_hash)
         if found is not None:
             if found.status == RunStatus.DONE and not _cases_left(store, found.id):
@@ -111,8 +121,24 @@ def plan_run(
         n_cases=len(cases),
         config={**config, "selection": dict(selection)},
     )
+    if shared or run_id is not None:
+        return store.runs.join_run(run, ids, fresh=fresh, run_id=run_id)
     store.runs.create_run(run, ids)
     return run, False
+
+
+def _check_joined(store: Store, run_id: str, config_hash: str, config: Mapping[str, Any]) -> None:
+    """Refuse to join run ``run_id`` (missing, or made with another target, judge or rewriter)."""
+    run = store.runs.get_run(run_id)
+    if run is None or run.id != run_id:
+        raise ConfigError(f"--run-id {run_id}: no such run. Fix: pick a full id from `ragreplay runs`.")
+    if run.config_hash != config_hash:
+        theirs = {key: run.config.get(key) for key in config}
+        raise ConfigError(
+            f"--run-id {run_id}: that run was made with {theirs}, this command has {dict(config)}. Fix: join it "
+            "with the same --target, --judge and --rewriter as the run (a changed target needs a version of "
+            "its own run)."
+        )
 
 
 def _cases_left(store: Store, run_id: str) -> int:
@@ -217,3 +243,81 @@ async def replay(
         finally:
             await target.aclose()
             await factory.aclose()
+
+
+async def plan_shared_run(
+    store: Store,
+    settings: Settings,
+    target: Target,
+    cases: Collection[Case],
+    selection: Mapping[str, Any],
+    env: Mapping[str, str],
+    fresh: bool = False,
+) -> tuple[RunRecord, bool]:
+    """The run several workers will share, found or created under the lock (see :func:`plan_run`), without
+    replaying anything: ``ragreplay run --workers N`` plans it once, then its workers join it by id."""
+    _require_judge(settings)
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(settings.model_settings(), cache=writer, env=env)
+        try:
+            judge = build_fit_judge(settings.judge or "", factory)
+            rewriter = build_rewriter(settings.rewriter_spec, factory)
+            return plan_run(store, cases, target, judge, rewriter, selection, fresh=fresh, shared=True)
+        finally:
+            await target.aclose()
+            await factory.aclose()
+
+
+def _require_judge(settings: Settings) -> None:
+    if not settings.judge:
+        raise ConfigError(
+            "no judge configured. Fix: pass --judge provider:model (e.g. --judge openai:gpt-4.1-mini, or "
+            "--judge fake:default for the shipped deterministic fake), set RAGREPLAY_JUDGE, or `judge:` in "
+            "ragreplay.yaml."
+        )
+
+
+async def replay_worker(
+    store: Store,
+    settings: Settings,
+    target: Target,
+    cases: Collection[Case],
+    selection: Mapping[str, Any],
+    env: Mapping[str, str],
+    shared: SharedReplay,
+    fresh: bool = False,
+    run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+    on_plan: PlanCallback | None = None,
+) -> tuple[RunRecord, SharedOutcome | None]:
+    """:func:`replay` as one of several worker processes of one run (``ragreplay run --workers``,
+    :mod:`ragreplay.replay.shared`): the run is found or created under a lock (``run_id``: that run joined;
+    ``cases`` then unread), its cases claimed from the store, the providers' request rates shared through it.
+    Returns the run and what this worker did (``None`` when the run was finished already)."""
+    _require_judge(settings)
+    rate = StoreRateLimit(store.work_claims)
+    async with StoreWriter(store) as writer:
+        factory = ModelFactory(settings.model_settings(), cache=writer, env=env, shared_rate=rate)
+        try:
+            judge = build_fit_judge(settings.judge or "", factory)
+            rewriter = build_rewriter(settings.rewriter_spec, factory)
+            run, resumed = plan_run(
+                store, cases, target, judge, rewriter, selection, fresh=fresh, shared=True, run_id=run_id
+            )
+            if on_plan:
+                on_plan(run, resumed)
+            if run.status == RunStatus.DONE:
+                return run, None
+            replayer = Replayer(
+                store=store,
+                writer=writer,
+                target=target,
+                judge=judge,
+                rewriter=rewriter,
+                concurrency=settings.concurrency,
+            )
+            return run, await replay_shared(replayer, store, run.id, shared, progress)
+        finally:
+            await target.aclose()
+            await factory.aclose()
+            rate.close()

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, literal_column, select
 
 from ragreplay.core.comparisons import ComparisonRowRecord
-from ragreplay.core.runs import ResultRecord
+from ragreplay.core.runs import ResultRecord, ResultStatus
 from ragreplay.core.shadow import ShadowJudgmentRecord
 from ragreplay.core.storable import is_storable
 from ragreplay.core.types import Rewrite
@@ -89,8 +89,10 @@ class BatchWriter(StoreBase):
         ``batch.pins``.
 
         Cache entries and pins keep the first value per key (as :meth:`cache_put` and :meth:`pin_rewrite` do);
-        results keep the last record per (run, case). Rows are de-duplicated first: one multi-row statement may
-        not touch a row twice on PostgreSQL.
+        results keep the last record per (run, case), but a result stored ``done`` is never overwritten (first
+        wins: two workers that replayed the same case, one whose lease had run out, never replace each other's
+        finished result). Rows are de-duplicated first: one multi-row statement may not touch a row twice on
+        PostgreSQL.
         """
         now = datetime.now(UTC)
         cache_rows = {
@@ -126,9 +128,7 @@ class BatchWriter(StoreBase):
                 else:
                     self._read_pins(conn, pin_rows, pin_models, pinned)
             if result_rows:
-                self._execute_rows(
-                    conn, self._upsert(results, ["run_id", "case_id"]), list(result_rows.values())
-                )
+                self._execute_rows(conn, self._result_upsert(), list(result_rows.values()))
             if batch.comparison_rows:
                 self._comparisons.put_comparison_rows(conn, batch.comparison_rows)
             if batch.shadow_judgments:
@@ -140,6 +140,20 @@ class BatchWriter(StoreBase):
             if batch.eval_rows:
                 self._evals.put_eval_rows(conn, batch.eval_rows)
         return pinned
+
+    def _result_upsert(self) -> Any:
+        """The results' upsert: a row replaced unless it is ``done`` already (its status a literal, not a bound
+        parameter, so each row binds only its own values)."""
+        cache_key = ("upsert-unless-done", results.name, ("run_id", "case_id"))
+        if cache_key not in self._statements:
+            stmt = self._insert(results)
+            keys = ("run_id", "case_id")
+            update = {c.name: stmt.excluded[c.name] for c in results.columns if c.name not in keys}
+            done: Any = literal_column(f"'{ResultStatus.DONE.value}'")
+            self._statements[cache_key] = stmt.on_conflict_do_update(
+                index_elements=list(keys), set_=update, where=results.c.status != done
+            )
+        return self._statements[cache_key]
 
     @staticmethod
     def _read_pins(

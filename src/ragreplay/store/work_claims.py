@@ -26,9 +26,12 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, and_, delete, exists, func, or_, select, text, update
 
+from ragreplay.core.runs import ResultRecord, ResultStatus
 from ragreplay.core.shadow import ShadowRow
 from ragreplay.store.base import StoreBase, chunked
-from ragreplay.store.schema import rate_buckets, shadow_rows, work_claims
+from ragreplay.store.claim_queues import PARKED_UNTIL, PARKED_WORKER, run_queue
+from ragreplay.store.runs import result_record
+from ragreplay.store.schema import cases, rate_buckets, results, shadow_rows, work_claims
 from ragreplay.store.shadow import _row as shadow_row
 
 T = TypeVar("T")
@@ -109,6 +112,85 @@ class WorkClaimsRepository(StoreBase):
         source = _Source(pending, fresh, lambda row: (row.ts, row.id))
         return self._claim(SHADOW_JUDGE_QUEUE, worker, n, lease_s, after, source)
 
+    def claim_run_results(
+        self, worker: str, run_id: str, n: int, lease_s: float, after: str | None = None
+    ) -> ClaimBatch[ResultRecord]:
+        """Claim up to ``n`` results of replay run ``run_id`` that are not done, whose case is still in the
+        store, for ``worker`` (leased ``lease_s`` seconds): expired claims first, then results after the case id
+        ``after`` nobody holds (parked ones included: see :meth:`park`), in case id order."""
+        done = ResultStatus.DONE.value
+        queue = run_queue(run_id)
+
+        def pending(conn: Connection, ids: Sequence[str]) -> dict[str, ResultRecord]:
+            query = select(results).where(
+                results.c.run_id == run_id, results.c.case_id.in_(ids), results.c.status != done
+            )
+            return {r.case_id: result_record(r) for r in conn.execute(query)}
+
+        def fresh(conn: Connection, cursor: Any, size: int) -> list[tuple[str, ResultRecord]]:
+            held = exists().where(work_claims.c.queue == queue, work_claims.c.item_id == results.c.case_id)
+            query = (
+                select(results)
+                .join(cases, cases.c.id == results.c.case_id)
+                .where(results.c.run_id == run_id, results.c.status != done, ~held)
+                .order_by(results.c.case_id)
+                .limit(size)
+                .with_for_update(of=results, skip_locked=True)
+            )
+            if cursor is not None:
+                query = query.where(results.c.case_id > cursor)
+            return [(r.case_id, result_record(r)) for r in conn.execute(query)]
+
+        source = _Source(pending, fresh, lambda result: result.case_id)
+        return self._claim(queue, worker, n, lease_s, after, source)
+
+    def park(self, queue: str, worker: str, item_ids: Sequence[str]) -> int:
+        """Turn ``worker``'s claims of ``item_ids`` into parked ones (``PARKED_UNTIL``): items it tried and
+        recorded as failed, not to be claimed again in this attempt of the job; returns how many."""
+        parked = 0
+        with self._write() as conn:
+            for part in chunked(list(item_ids)):
+                parked += int(
+                    conn.execute(
+                        update(work_claims)
+                        .where(
+                            work_claims.c.queue == queue,
+                            work_claims.c.worker == worker,
+                            work_claims.c.item_id.in_(part),
+                        )
+                        .values(worker=PARKED_WORKER, lease_until=PARKED_UNTIL)
+                    ).rowcount
+                )
+        return parked
+
+    def live_claims(self, queue: str, other_than: str | None = None) -> int:
+        """How many claims of ``queue`` are held under a live lease (parked ones left out), by workers other
+        than ``other_than`` when given."""
+        with self._read() as conn:
+            now = self.db_now(conn)
+            query = (
+                select(func.count())
+                .select_from(work_claims)
+                .where(
+                    work_claims.c.queue == queue,
+                    work_claims.c.lease_until >= now,
+                    work_claims.c.lease_until < PARKED_UNTIL,
+                )
+            )
+            if other_than is not None:
+                query = query.where(work_claims.c.worker != other_than)
+            return int(conn.execute(query).scalar_one())
+
+    def parked(self, queue: str) -> int:
+        """How many items of ``queue`` are parked (see :meth:`park`)."""
+        query = (
+            select(func.count())
+            .select_from(work_claims)
+            .where(work_claims.c.queue == queue, work_claims.c.lease_until >= PARKED_UNTIL)
+        )
+        with self._read() as conn:
+            return int(conn.execute(query).scalar_one())
+
     def _claim(
         self, queue: str, worker: str, n: int, lease_s: float, after: Any, source: _Source[T]
     ) -> ClaimBatch[T]:
@@ -131,6 +213,7 @@ class WorkClaimsRepository(StoreBase):
                     work_claims.c.queue == queue,
                     work_claims.c.worker != worker,
                     work_claims.c.lease_until >= now,
+                    work_claims.c.lease_until < PARKED_UNTIL,
                 )
             ).scalar_one()
         return ClaimBatch(items, cursor, int(others))
