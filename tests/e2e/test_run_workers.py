@@ -80,9 +80,15 @@ def _reference(tmp_path: Path) -> tuple[dict[str, tuple[object, ...]], Counter[s
     ingest = _cli(["ingest", str(tmp_path / "production.jsonl"), "--db", url], dict(os.environ))
     assert ingest.wait(60) == 0
     log = tmp_path / "reference.jsonl"
-    proc = _cli(_run_args(tmp_path, url), {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(log)})
-    assert proc.wait(120) == 0, proc.stderr.read() if proc.stderr else ""
+    proc = _cli(
+        _run_args(tmp_path, url, "--format", "json"), {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(log)}
+    )
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    summary = json.loads(out)  # a plain run's summary: stdout holds the JSON alone
     _, results = _results(url)
+    assert summary["status"] == "done" and summary["replayed"] == summary["cases"] == len(results)
+    assert "marked_done" not in summary
     return results, Counter(_keys(log))
 
 

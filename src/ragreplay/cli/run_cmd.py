@@ -108,9 +108,11 @@ async def run_replay(
     selection: dict[str, object],
     fresh: bool,
     on_counts: runner.ProgressCallback | None = None,
+    notes_on_stderr: bool = False,
 ) -> RunRecord:
     """Plan (or resume) a run and execute it with a live progress bar (shown once the run is planned);
-    ``on_counts`` also hears the runner's counts."""
+    ``on_counts`` also hears the runner's counts; ``notes_on_stderr`` keeps stdout for a JSON summary."""
+    notes = err_console if notes_on_stderr else console
     bar = progress_bar()
     task = bar.add_task(
         "replay",
@@ -127,13 +129,13 @@ async def run_replay(
             info(
                 f"run [bold]{run.id}[/bold] already finished with the same target, judge and cases: shown from "
                 "the store, no call made (--fresh replays anew)",
-                to=console,
+                to=notes,
             )
             return
         if resumed:
-            info(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)", to=console)
+            info(f"resuming unfinished run [bold]{run.id}[/bold] (same target, judge and cases)", to=notes)
         else:
-            info(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}", to=console)
+            info(f"started run [bold]{run.id}[/bold]: {len(cases)} cases through {target.name}", to=notes)
         log.debug("run %s: concurrency %d, judge %s", run.id, settings.concurrency, settings.judge)
         bar.start()
 
@@ -228,7 +230,14 @@ def run(
                 last: dict[str, runner.Progress] = {}
                 replayed_id = asyncio.run(
                     run_replay(
-                        store, settings, loaded_target, cases, selection, fresh, lambda p: last.update(p=p)
+                        store,
+                        settings,
+                        loaded_target,
+                        cases,
+                        selection,
+                        fresh,
+                        lambda p: last.update(p=p),
+                        notes_on_stderr=as_json,
                     )
                 ).id
                 counts = last.get("p")
