@@ -2,15 +2,15 @@
 a plain `run`, with a fake judge of fixed latency (the endpoint-bound case; no network, no mock server).
 
     python benchmarks/run_workers_scale.py --db postgresql://postgres@127.0.0.1:5432/bench_run_workers \
-        --conversations 120 --latency-ms 200 --concurrency 4 --workers 0 1 2
+        --conversations 200 --latency-ms 200 --concurrency 4 --workers 0 1 2 0
 
 The shipped HR sample (``ragreplay.demo.sample.build_sample``: conversations with follow-ups, some cases the
 candidate fails) is ingested once; each measurement is a new run of all its cases (``--fresh``) with the logged
 candidate target and ``--judge fake:default`` (every model call, rewrites and judgments, waits ``--latency-ms``;
-the model cache off, so every run makes every call). ``--workers 0`` is a plain ``run`` (no claims), the
-baseline. One JSON line per N: wall time (start to the last exit, the processes' start-up included), the span
-of the run's results (the first case's final result saved to the last's: without the start-up) and cases/s
-over each.
+the model cache off and the pinned rewrites deleted before each run, so every run makes every call).
+``--workers 0`` is a plain ``run`` (no claims), the baseline. One JSON line per N: wall time (start to the last
+exit, the processes' start-up included), the span of the run's results (the first case's final result saved to
+the last's: without the start-up) and cases/s over each.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from ragreplay.demo.sample import build_sample
 from ragreplay.store import Store
-from ragreplay.store.schema import results
+from ragreplay.store.schema import results, rewrites, work_claims
 
 TARGET = "name: candidate\ntarget:\n  kind: logged\n  log: candidate.jsonl\n  match: turn\n"
 
@@ -37,6 +37,13 @@ def cli(args: list[str], env: dict[str, str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "ragreplay.cli.app", *args], env=env, capture_output=True)
     if proc.returncode != 0:
         raise SystemExit(f"ragreplay {' '.join(args[:1])} failed:\n{proc.stderr.decode()[-2000:]}")
+
+
+def unpin(db: str) -> None:
+    """The pinned rewrites and any claims deleted: every run rewrites its follow-ups anew, as the first does."""
+    with Store.open(db) as store, store._engine.begin() as conn:
+        conn.execute(delete(rewrites))
+        conn.execute(delete(work_claims))
 
 
 def span(db: str, run_id: str) -> tuple[float, int, int]:
@@ -86,6 +93,7 @@ def main() -> None:
             ]
             run += ["--cache", "off", "--fresh", "--concurrency", str(args.concurrency), "--format", "json"]
             run += [] if n == 0 else ["--workers", str(n)]
+            unpin(args.db)
             started = time.perf_counter()
             proc = subprocess.run(
                 [sys.executable, "-m", "ragreplay.cli.app", *run], env=env, capture_output=True
