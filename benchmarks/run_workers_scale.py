@@ -54,7 +54,7 @@ def span(db: str, run_id: str) -> tuple[float, int, int]:
                 results.c.run_id == run_id
             )
         ).one()
-        by_status = dict(
+        by_status: dict[str, int] = dict(
             conn.execute(
                 select(results.c.status, func.count())
                 .where(results.c.run_id == run_id)

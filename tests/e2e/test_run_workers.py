@@ -22,12 +22,18 @@ from ragreplay.store.claim_queues import run_queue
 TARGET = "name: candidate\ntarget:\n  kind: logged\n  log: candidate.jsonl\n  match: turn\n"
 
 
+def _default_sigint() -> None:
+    # a process started in the background by a non-interactive shell inherits SIGINT ignored: Ctrl-C must reach it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "ragreplay.cli.app", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
 
 
@@ -184,6 +190,60 @@ def test_a_worker_killed_mid_run_loses_nothing_and_the_other_finishes_its_cases(
     assert not reference_calls - made  # no call skipped
     # only calls of cases the killed worker had not saved are made again: at most its calls in flight
     assert (made - reference_calls).total() <= 4 * 2
+
+
+def test_ctrl_c_on_the_only_worker_marks_the_run_interrupted_and_a_worker_joining_it_finishes_it(
+    tmp_path: Path, store_url: str
+) -> None:
+    _setup(tmp_path, store_url, 60)
+    first_log, second_log = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    worker = ["--workers", "1", "--lease", "2", "--concurrency", "4", "--format", "json"]
+    first = _cli(
+        _run_args(tmp_path, store_url, *worker),
+        {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(first_log), "RAGREPLAY_FAKE_HANG_AFTER": "15"},
+    )
+    deadline = time.monotonic() + 60
+    while len(_keys(first_log)) < 15 and time.monotonic() < deadline:
+        assert first.poll() is None, first.stderr.read() if first.stderr else ""
+        time.sleep(0.05)
+    time.sleep(0.5)
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=30)
+    assert first.returncode == 130, err.decode()
+    assert b"Traceback" not in err
+    store = Store.open(store_url)
+    try:
+        (run,) = store.runs.list_runs()
+        assert run.status == "interrupted"  # no other worker was at work
+        left = store.work_claims.claims(run_queue(run.id))
+        assert all(worker == "parked" for worker, _ in left.values())  # its live claims released at once
+        assert store.runs.result_counts(run.id).get("done", 0) > 0
+    finally:
+        store.close()
+
+    second = _cli(
+        _run_args(tmp_path, store_url, *worker, "--run-id", run.id),
+        {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(second_log)},
+    )
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert summary["marked_done"] is True and summary["status"] == "done"
+    expected, reference_calls = _reference(tmp_path)
+    assert _results(store_url)[1] == expected
+    made = Counter(_keys(first_log)) + Counter(_keys(second_log))
+    assert not reference_calls - made and not made - reference_calls  # nothing skipped, nothing paid twice
+
+    # joined again once finished: only its errored cases are tried again (as a plain run does); the target fails
+    # them again before any model call (their rewrites are pinned)
+    third = _cli(
+        _run_args(tmp_path, store_url, *worker), {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(second_log)}
+    )
+    out, err = third.communicate(timeout=120)
+    assert third.returncode == 0, err.decode()
+    again = json.loads(out)
+    assert again["replayed"] == again["errors"] == summary["errors"] > 0 and again["status"] == "done"
+    assert Counter(_keys(first_log)) + Counter(_keys(second_log)) == made
 
 
 def test_run_id_and_workers_mistakes_are_refused(tmp_path: Path, store_url: str) -> None:
