@@ -1,6 +1,7 @@
 """Work claims: several worker processes, on one machine or many, share one job through the store.
 
-A job's items are a *queue* (a name such as ``shadow-judge``). A worker claims a batch of items in one short
+A job's items are a *queue* (a name such as ``shadow-judge``, or ``replay:<run id>`` for the cases of one
+replay run). A worker claims a batch of items in one short
 transaction: first the items whose claim has expired (their worker died or lost the store), then new items
 in the job's order after the worker's cursor that nobody holds. A claim is a row of ``work_claims`` with the
 worker's id and the end of its lease (seconds since the epoch, on the store's clock, so machines whose clocks
@@ -11,6 +12,10 @@ On PostgreSQL the candidates are locked ``FOR UPDATE SKIP LOCKED`` while a claim
 claiming at the same moment pass each other by instead of waiting; on SQLite the claim's ``BEGIN IMMEDIATE``
 transaction serialises them. Either way a claim row is inserted only where none exists (``ON CONFLICT DO
 NOTHING ... RETURNING``) and taken over only while expired, so no item is held by two live workers.
+
+An item a worker tried and recorded as failed may be *parked* (:meth:`WorkClaimsRepository.park`): its claim
+stays, owned by nobody and never expiring, so no worker tries it again in this attempt of the job and none
+waits for it; the job's next attempt deletes the parked claims.
 
 ``rate_buckets`` holds one token bucket per provider, shared by every worker: :meth:`take_tokens` refills and
 takes from it atomically.
