@@ -499,6 +499,19 @@ class ShadowRollupsRepository(StoreBase):
                 out.requests += requests_newest_in(conn, start, full_from)
         return out
 
+    def judged_challengers(self, row_ids: Iterable[str], since: datetime) -> dict[str, str]:
+        """Of ``row_ids``, the judged rows with ``ts >= since``, each with its challenger."""
+        found: dict[str, str] = {}
+        with self._read() as conn:
+            for part in chunked(list(dict.fromkeys(row_ids))):
+                query = (
+                    select(_R.id, _R.challenger)
+                    .select_from(_judged_join())
+                    .where(_R.id.in_(part), _R.ts >= since)
+                )
+                found.update((row_id, name) for row_id, name in conn.execute(query))
+        return found
+
     def rebuild(self) -> None:
         """Recompute every rollup from the stored rows, in one transaction."""
         with self._write() as conn:
