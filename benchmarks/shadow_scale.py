@@ -12,7 +12,8 @@ that judgments made by ``make`` lack are caught up once, so the store is as ``sh
 ``upgrade`` opens a store made by an older ragreplay (migration 17 backfills the rollups) and catches up the
 language checks, timing both. ``measure`` prints one JSON line; each figure is taken in a fresh interpreter
 (``wall_s`` includes its start-up, ``peak_mb`` is its peak RSS). The 7-day window is the 7 days before
-2026-12-01 (the store's last day), as an ISO date, so the figures do not depend on today's date. ``--purge``
+2026-12-01 (the store's last day), as an ISO date, so the figures do not depend on today's date. ``--no-30d``
+skips the 30-day overview (it took minutes and gigabytes before the rollups). ``--purge``
 (destructive: run it last, on a copy) times ``shadow purge`` of everything older than 2026-12-01, the month.
 """
 
@@ -42,7 +43,7 @@ from ragreplay.web import create_app
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
-db, since = sys.argv[1], sys.argv[2]
+db, since, wide = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 out = {{}}
 with TestClient(create_app(db, cache_s=0)) as client:
     for name, path in [
@@ -53,6 +54,8 @@ with TestClient(create_app(db, cache_s=0)) as client:
         ("rows_disagree", "/rows?outcome=disagree&since=" + since),
         ("overview_30d", "/?since=" + "{(NOW - timedelta(days=30)).date().isoformat()}"),
     ]:
+        if name == "overview_30d" and not wide:
+            continue
         t = time.perf_counter()
         r = client.get(path)
         out[name + "_s"] = round(time.perf_counter() - t, 3)
@@ -98,11 +101,11 @@ def catch_up(db: str) -> dict[str, Any]:
         return {"open_s": round(opened, 2), "language_catch_up_s": round(time.perf_counter() - t, 2)}
 
 
-def measure(db: str, purge: bool) -> dict[str, Any]:
+def measure(db: str, purge: bool, wide: bool = True) -> dict[str, Any]:
     """Every figure of the module docstring, each in a fresh interpreter."""
     py = sys.executable
     result: dict[str, Any] = {"db": db.split("/")[-1], "since": SINCE}
-    wall, peak, out = _run([py, "-c", _PAGES, db, SINCE])
+    wall, peak, out = _run([py, "-c", _PAGES, db, SINCE, "1" if wide else "0"])
     result["dashboard"] = {**json.loads(out), "process_wall_s": round(wall, 2), "peak_mb": peak}
     for fmt in ("text", "json"):
         wall, peak, out = _run(
@@ -142,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("measure", help="time the dashboard, the report (and a purge of the month)")
     s.add_argument("--db", required=True)
     s.add_argument("--purge", action="store_true", help="also purge the month (destructive: run on a copy)")
+    s.add_argument("--no-30d", action="store_true", help="skip the 30-day overview (before rollups: minutes)")
     args = parser.parse_args(argv)
     if args.command == "make":
         t = time.perf_counter()
@@ -151,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "upgrade":
         print(json.dumps(catch_up(args.db)))
     else:
-        print(json.dumps(measure(args.db, args.purge)))
+        print(json.dumps(measure(args.db, args.purge, wide=not args.no_30d)))
     return 0
 
 

@@ -6,6 +6,7 @@ within the sketch's 1%. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import random
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
@@ -304,3 +305,40 @@ def test_the_old_summary_and_the_scan_agree_on_dollars(store: Store) -> None:
     for mine, theirs in zip(got.challengers, scan.challengers, strict=True):
         assert mine.cost == theirs.cost
     assert rows
+
+
+def test_concurrent_writers_count_each_request_once(store: Store, store_url: str) -> None:
+    """Two judging processes (each its own store connection) judge the two challengers' rows of the same
+    requests at once while labels change: each request counted once, each label where it belongs."""
+    rng = random.Random(11)
+    ts = NOW - timedelta(hours=3)
+    rows = [
+        _row(rng, 2 * request + k, request, challenger, ts + timedelta(minutes=70 * k))
+        for request in range(60)
+        for k, challenger in enumerate(["b", "c"])
+    ]
+    store.shadow_rows.write_shadow_rows(rows)
+    records = {row.id: _judgment(rng, row, "judge-a") for row in rows}
+    labels = [[_label(rng, r, NOW - timedelta(minutes=m)) for r in range(60)] for m in (50, 40, 30)]
+
+    def judge(challenger: str) -> None:
+        with Store.open(store_url) as mine:
+            mine_rows = [r for r in rows if r.challenger == challenger]
+            for i in range(0, len(mine_rows), 3):
+                mine.shadow_judgments.save_shadow_judgments([records[r.id] for r in mine_rows[i : i + 3]])
+
+    def label() -> None:
+        with Store.open(store_url) as mine:
+            for batch in labels:
+                for i in range(0, len(batch), 7):
+                    mine.shadow_feedback.write_shadow_feedback(batch[i : i + 7])
+
+    threads = [threading.Thread(target=judge, args=(c,)) for c in ("b", "c")] + [
+        threading.Thread(target=label)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert_same_as_full_scan(store, NOW - timedelta(days=1))

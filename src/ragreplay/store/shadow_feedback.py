@@ -35,7 +35,7 @@ class ShadowFeedbackRepository(StoreBase):
             where=shadow_feedback.c.ts <= stmt.excluded.ts,
         )
         with self._write() as conn:
-            before = rollups.feedback_labels(conn, latest)
+            before = rollups.feedback_labels(conn, latest, lock=True)
             conn.execute(stmt, [_values(item) for item in latest.values()])
             rollups.after_feedback(conn, before, latest)
 

@@ -341,11 +341,24 @@ def rebuild_all(conn: Connection) -> None:
 # --- the hooks of the writers ---------------------------------------------------------------------------------
 
 
+def lock_requests(conn: Connection, request_ids: Iterable[str]) -> None:
+    """On PostgreSQL, lock the shadow rows of ``request_ids`` until the transaction ends, so that writers
+    touching the same request (judgments of its rows, its feedback) take turns: each then reads what the one
+    before committed (READ COMMITTED) and no request or label is counted twice. SQLite's write transactions are
+    exclusive already."""
+    if not _is_pg(conn):
+        return
+    for part in chunked(sorted(set(request_ids))):
+        conn.execute(select(_R.id).where(_R.request_id.in_(part)).order_by(_R.id).with_for_update()).all()
+
+
 def before_judgments(
     conn: Connection, row_ids: Sequence[str], request_of: Mapping[str, str]
 ) -> BeforeJudgments:
     """What the rollups need to know before judgments of ``row_ids`` are upserted: which rows were judged
-    already (their buckets will be rebuilt) and each request's newest judged row until now."""
+    already (their buckets will be rebuilt) and each request's newest judged row until now (read once the
+    requests' rows are locked)."""
+    lock_requests(conn, request_of.values())
     judged = judged_row_ids(conn, row_ids)
     return BeforeJudgments(judged=judged, newest=newest_judged(conn, request_of.values()))
 
@@ -409,8 +422,12 @@ def after_judgments(conn: Connection, row_ids: Sequence[str], before: BeforeJudg
     apply(conn, deltas)
 
 
-def feedback_labels(conn: Connection, request_ids: Iterable[str]) -> dict[str, str]:
-    """The stored label of each of ``request_ids`` that has one."""
+def feedback_labels(conn: Connection, request_ids: Iterable[str], lock: bool = False) -> dict[str, str]:
+    """The stored label of each of ``request_ids`` that has one (``lock``: after locking their rows, see
+    :func:`lock_requests`; before a write)."""
+    if lock:
+        request_ids = list(request_ids)
+        lock_requests(conn, request_ids)
     found: dict[str, str] = {}
     for part in chunked(list(dict.fromkeys(request_ids))):
         found.update(conn.execute(select(_F.request_id, _F.feedback).where(_F.request_id.in_(part))).all())
