@@ -31,5 +31,7 @@ def test_make_and_measure_a_small_store(tmp_path: Path) -> None:
     pages = result["dashboard"]
     assert all(v == 200 for k, v in pages.items() if k.endswith("_status"))
     assert 0 < pages["index_json_bytes"] < 200_000  # figures only: the rows are paged at /rows.json
-    assert result["report_text"]["bytes"] > 0 and result["report_json"]["bytes"] > result["report_text"]["bytes"]
+    assert (
+        result["report_text"]["bytes"] > 0 and result["report_json"]["bytes"] > result["report_text"]["bytes"]
+    )
     assert result["purge_month"]["wall_s"] > 0
