@@ -31,7 +31,8 @@ from ragreplay.jobs.writer import StoreWriter
 from ragreplay.judges.build import build_fit_judge, build_pairwise_judge, default_fit_judge
 from ragreplay.judges.position import OrderMode
 from ragreplay.providers.registry import ModelFactory
-from ragreplay.report.compare_json import FORMATS, render_comparison
+from ragreplay.report.compare_html import ROWS_SHOWN
+from ragreplay.report.compare_json import FORMATS, render_comparison, write_json_report
 from ragreplay.report.compare_text import build_comparison_renderable
 from ragreplay.review.failure_tags import with_shadow_failure_tags
 from ragreplay.settings import Settings
@@ -40,8 +41,8 @@ from ragreplay.shadow.judging import (
     SharedJudging,
     judge_shadow,
     parse_since,
-    stored_shadow_summary,
 )
+from ragreplay.shadow.rollup_summary import first_rows, iter_rows, rollup_figures
 from ragreplay.store import Store
 
 ORDERS = ("both", "random")
@@ -238,12 +239,17 @@ def report(
     start = parse_since(since)
     settings = settings_from(config, db=db)
     with open_store(settings.db) as store:
-        summary = with_shadow_failure_tags(store, stored_shadow_summary(store, start))
-    if not summary.rows:
-        err_console.print(
-            f"no judged shadow rows since {since}: run `ragreplay shadow judge --since {since}` first",
-            highlight=False,
-        )
+        summary = with_shadow_failure_tags(store, rollup_figures(store, start).summary, start)
+        if not any(s.n_cases for s in summary.challengers):
+            err_console.print(
+                f"no judged shadow rows since {since}: run `ragreplay shadow judge --since {since}` first",
+                highlight=False,
+            )
+        if fmt == "json":
+            write_json_report(summary, iter_rows(store, start), sys.stdout)
+            return
+        if fmt == "html":
+            summary = summary.model_copy(update={"rows": first_rows(store, start, ROWS_SHOWN)})
     if fmt == "text":
         console.print(build_comparison_renderable(summary))
     else:

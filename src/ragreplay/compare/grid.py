@@ -61,6 +61,41 @@ def build_summary(
         pairs = outcomes.get(name, [])
         position = PositionFigures.model_validate(position_stats(pairs).model_dump()) if pairs else None
         summaries.append(summarize_challenger(name, mine, position))
+    return assemble_summary(
+        champion=champion,
+        summaries=summaries,
+        rows=rows,
+        judge=judge,
+        judge_prompt_version=judge_prompt_version,
+        fit_judge=fit_judge,
+        order=order,
+        cases=cases,
+        n_cases=n_cases,
+        generators=generators,
+        seed=seed,
+        comparison_id=comparison_id,
+        judge_specs=judge_specs,
+    )
+
+
+def assemble_summary(
+    *,
+    champion: str,
+    summaries: Sequence[ChallengerSummary],
+    rows: Sequence[CompareRow],
+    judge: str,
+    judge_prompt_version: str,
+    fit_judge: str,
+    order: OrderMode,
+    cases: str,
+    n_cases: int,
+    generators: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    comparison_id: str | None = None,
+    judge_specs: Sequence[str] | None = None,
+) -> ComparisonSummary:
+    """The summary of challengers already summarised (from rows, or from rollups with ``rows`` empty), with
+    the hygiene and order-mode warnings."""
     warnings = same_family_warnings(judge_specs or [judge, fit_judge], generators or {})
     if order == "random":
         warnings.append(
@@ -78,7 +113,7 @@ def build_summary(
     return ComparisonSummary(
         id=comparison_id,
         champion=champion,
-        challengers=summaries,
+        challengers=list(summaries),
         judge=judge,
         judge_prompt_version=judge_prompt_version,
         fit_judge=fit_judge,

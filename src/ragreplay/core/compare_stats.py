@@ -348,6 +348,23 @@ class FeedbackFigures(_Frozen):
     preference_bad: PreferenceStats
 
 
+class Spread(_Frozen):
+    """One side's values as the box-and-strip charts draw them when the rows are not at hand: ``n`` values
+    summarised by ``points``, evenly spaced quantiles from the min to the max (a rollup's sketch)."""
+
+    n: int
+    points: list[float]
+
+
+class Spreads(_Frozen):
+    """Latency (rows where both sides answered) and cost (every row) of each side, as :class:`Spread`."""
+
+    champion_latency: Spread
+    challenger_latency: Spread
+    champion_cost: Spread
+    challenger_cost: Spread
+
+
 class ChallengerSummary(_Frozen):
     """Everything reported for the champion against one challenger."""
 
@@ -368,6 +385,8 @@ class ChallengerSummary(_Frozen):
     warnings: list[str]
     feedback: FeedbackFigures | None = None
     """``None`` when no row carries user feedback (offline comparisons)."""
+    spreads: Spreads | None = None
+    """The sides' latency and cost spreads when the summary was built from rollups, without its rows."""
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
@@ -392,8 +411,8 @@ def latency_figures(rows: Sequence[CompareRow]) -> LatencyFigures:
 
 def cost_figures(rows: Sequence[CompareRow]) -> CostFigures:
     """Total cost per side and the delta."""
-    champ = sum(r.champion_cost_usd for r in rows)
-    chall = sum(r.challenger_cost_usd for r in rows)
+    champ = math.fsum(r.champion_cost_usd for r in rows)
+    chall = math.fsum(r.challenger_cost_usd for r in rows)
     return CostFigures(
         champion_usd=champ,
         challenger_usd=chall,
@@ -468,8 +487,47 @@ def summarize_challenger(
 ) -> ChallengerSummary:
     """The comparison of the champion with challenger ``name`` from its per-case rows."""
     ok = [r for r in rows if r.error is None]
-    pref_dis = preference_of(disagreements(ok))
-    pref_all = preference_of(ok)
+    return challenger_summary(
+        name,
+        n_cases=len(rows),
+        n_errors=len(rows) - len(ok),
+        agreement=agreement_rate(ok),
+        agreement_unscorable=sum(r.agreement == Fit.UNSCORABLE for r in ok),
+        preference_disagreements=preference_of(disagreements(ok)),
+        preference_all=preference_of(ok),
+        preference_unscorable=sum(r.preference is None for r in ok),
+        position=position,
+        latency=latency_figures(ok),
+        cost=cost_figures(rows),
+        champion_wrong_language=sum(r.champion_wrong_language for r in ok),
+        challenger_wrong_language=sum(r.challenger_wrong_language for r in ok),
+        by_tag=tag_breakdowns(ok),
+        feedback=feedback_figures(ok),
+    )
+
+
+def challenger_summary(
+    name: str,
+    *,
+    n_cases: int,
+    n_errors: int,
+    agreement: RateValue,
+    agreement_unscorable: int,
+    preference_disagreements: PreferenceStats,
+    preference_all: PreferenceStats,
+    preference_unscorable: int,
+    position: PositionFigures | None,
+    latency: LatencyFigures,
+    cost: CostFigures,
+    champion_wrong_language: int,
+    challenger_wrong_language: int,
+    by_tag: list[TagBreakdown],
+    feedback: FeedbackFigures | None,
+    spreads: Spreads | None = None,
+) -> ChallengerSummary:
+    """The comparison with challenger ``name`` from its figures (per-case rows, or rollups), with the
+    warnings they call for."""
+    pref_dis = preference_disagreements
     warnings: list[str] = []
     if pref_dis.warning:
         warnings.append(f"{name}: preference among disagreements: {pref_dis.warning}")
@@ -480,24 +538,24 @@ def summarize_challenger(
             if position.p_value is not None
             else f"{name}: the judge favoured position {position.favoured}"
         )
-    n_errors = len(rows) - len(ok)
     if n_errors:
         warnings.append(f"{name}: {n_errors} case(s) where a side failed to answer are left out")
     return ChallengerSummary(
         name=name,
-        n_cases=len(rows),
+        n_cases=n_cases,
         n_errors=n_errors,
-        agreement=agreement_rate(ok),
-        agreement_unscorable=sum(r.agreement == Fit.UNSCORABLE for r in ok),
+        agreement=agreement,
+        agreement_unscorable=agreement_unscorable,
         preference_disagreements=pref_dis,
-        preference_all=pref_all,
-        preference_unscorable=sum(r.preference is None for r in ok),
+        preference_all=preference_all,
+        preference_unscorable=preference_unscorable,
         position=position,
-        latency=latency_figures(ok),
-        cost=cost_figures(rows),
-        champion_wrong_language=sum(r.champion_wrong_language for r in ok),
-        challenger_wrong_language=sum(r.challenger_wrong_language for r in ok),
-        by_tag=tag_breakdowns(ok),
+        latency=latency,
+        cost=cost,
+        champion_wrong_language=champion_wrong_language,
+        challenger_wrong_language=challenger_wrong_language,
+        by_tag=by_tag,
         warnings=warnings,
-        feedback=feedback_figures(ok),
+        feedback=feedback,
+        spreads=spreads,
     )

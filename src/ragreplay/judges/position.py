@@ -136,24 +136,38 @@ def binomial_two_sided(k: int, n: int) -> float:
 def position_stats(outcomes: Sequence[PairOutcome]) -> PositionStats:
     """Consistency and first/second-position win counts with a binomial test (see :class:`PositionStats`)."""
     both_scored = [o for o in outcomes if o.mode == "both" and o.consistent is not None]
-    consistent = sum(1 for o in both_scored if o.consistent)
     positions = [j.winner for o in outcomes for _, j in o.judgments if j.winner is not None]
-    a_wins, b_wins = positions.count("A"), positions.count("B")
+    return position_of_counts(
+        n_pairs=len(outcomes),
+        both_scored=len(both_scored),
+        consistent=sum(1 for o in both_scored if o.consistent),
+        a_wins=positions.count("A"),
+        b_wins=positions.count("B"),
+        ties=positions.count("tie"),
+        unscorable=sum(1 for o in outcomes if o.winner is None),
+    )
+
+
+def position_of_counts(
+    *, n_pairs: int, both_scored: int, consistent: int, a_wins: int, b_wins: int, ties: int, unscorable: int
+) -> PositionStats:
+    """:func:`position_stats` from its counts (e.g. a rollup's): pairs, pairs scored in both orders and of
+    them consistent, first / second position wins and ties over every judgment, pairs without a winner."""
     decided = a_wins + b_wins
     p_value = binomial_two_sided(a_wins, decided) if decided else None
     favoured: Literal["A", "B"] | None = None
     if p_value is not None and p_value < BIAS_ALPHA and a_wins != b_wins:
         favoured = "A" if a_wins > b_wins else "B"
     return PositionStats(
-        n_pairs=len(outcomes),
+        n_pairs=n_pairs,
         consistent=consistent,
-        consistency_rate=consistent / len(both_scored) if both_scored else None,
+        consistency_rate=consistent / both_scored if both_scored else None,
         a_wins=a_wins,
         b_wins=b_wins,
-        ties=positions.count("tie"),
+        ties=ties,
         favoured=favoured,
         p_value=p_value,
-        unscorable=sum(1 for o in outcomes if o.winner is None),
+        unscorable=unscorable,
     )
 
 

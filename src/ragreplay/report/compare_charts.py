@@ -61,31 +61,41 @@ def tag_multiples(summary: ComparisonSummary) -> Markup:
     )
 
 
-def _per_side(summary: ComparisonSummary, field: str, answered_only: bool) -> list[tuple[str, list[float]]]:
+def _per_side(
+    summary: ComparisonSummary, field: str, answered_only: bool
+) -> tuple[list[tuple[str, list[float]]], list[int]]:
     """Per challenger, the champion's figure and the challenger's on the same rows as the report's (only rows
-    where both sides answered when ``answered_only``, as its latency; every row, as its cost); the champion
-    is named once when there is one challenger."""
+    where both sides answered when ``answered_only``, as its latency; every row, as its cost), with each
+    group's count; the champion is named once when there is one challenger. A summary built from rollups
+    (``spreads``) gives each side's evenly spaced quantiles instead of its values."""
     groups: list[tuple[str, list[float]]] = []
+    sizes: list[int] = []
     for s in summary.challengers:
         rows = [r for r in summary.rows if r.challenger == s.name and (r.error is None or not answered_only)]
         champion = "champion" if len(summary.challengers) == 1 else f"champion (vs {s.name})"
         for side, name in (("champion", champion), ("challenger", s.name)):
-            values = [getattr(r, f"{side}_{field}") for r in rows]
-            groups.append((name, [float(v) for v in values if v is not None]))
-    return groups
+            if s.spreads is not None:
+                spread = getattr(s.spreads, f"{side}_{field.removesuffix('_ms').removesuffix('_usd')}")
+                groups.append((name, list(spread.points)))
+                sizes.append(spread.n)
+                continue
+            values = [float(v) for r in rows if (v := getattr(r, f"{side}_{field}")) is not None]
+            groups.append((name, values))
+            sizes.append(len(values))
+    return groups, sizes
 
 
 def latency_plot(summary: ComparisonSummary) -> Markup:
     """Latency per case of each side, on the rows where both answered (as the grid's p50/p95): box (p25-p75,
     median), whiskers (min-max) and the cases as dots."""
-    groups = _per_side(summary, "latency_ms", answered_only=True)
-    return box_plot(groups, "latency per case of each side", unit="ms")
+    groups, sizes = _per_side(summary, "latency_ms", answered_only=True)
+    return box_plot(groups, "latency per case of each side", unit="ms", sizes=sizes)
 
 
 def cost_plot(summary: ComparisonSummary) -> Markup:
     """Cost per case of each side on every row (as the grid's totals), drawn as the latency plot."""
-    groups = _per_side(summary, "cost_usd", answered_only=False)
-    return box_plot(groups, "cost per case of each side", unit="$", fmt=lambda v: f"{v:.4g}")
+    groups, sizes = _per_side(summary, "cost_usd", answered_only=False)
+    return box_plot(groups, "cost per case of each side", unit="$", fmt=lambda v: f"{v:.4g}", sizes=sizes)
 
 
 def row_outcome(r: CompareRow) -> str:

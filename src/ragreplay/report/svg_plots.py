@@ -244,11 +244,15 @@ def box_plot(
     label_width: float = 120,
     row_height: float = 40,
     fmt: Formatter = number,
+    sizes: Sequence[int] | None = None,
 ) -> Markup:
     """One row per group (e.g. per side): a box from the 25th to the 75th percentile with the median marked,
     whiskers to the smallest and largest value, and the values themselves as a strip of dots (at most
-    :data:`MAX_STRIP_POINTS`, evenly chosen), on one shared axis."""
+    :data:`MAX_STRIP_POINTS`, evenly chosen), on one shared axis. ``sizes``: each group's count of values when
+    ``values`` are its evenly spaced quantiles (a rollup's), not the values themselves."""
+    counts = list(sizes) if sizes is not None else [len(values) for _, values in groups]
     filled = [(name, [float(v) for v in values]) for name, values in groups if values]
+    shown_n = [n for (_, values), n in zip(groups, counts, strict=True) if values]
     if not filled:
         return empty_chart("box-plot", label, width)
     every = [v for _, values in filled for v in values]
@@ -264,7 +268,7 @@ def box_plot(
         q1, med, q3 = (float(percentile(values, q) or 0.0) for q in (25, 50, 75))
         lo, hi = min(values), max(values)
         hover = (
-            f"{name}: n={len(values)}, median {with_unit(med)}, p25 {with_unit(q1)}, p75 {with_unit(q3)}, "
+            f"{name}: n={shown_n[i]}, median {with_unit(med)}, p25 {with_unit(q1)}, p75 {with_unit(q3)}, "
             f"min {with_unit(lo)}, max {with_unit(hi)}"
         )
         box_y = mid - row_height * 0.3
@@ -276,7 +280,7 @@ def box_plot(
         )
         body.append(text(label_width - 8, mid + 4, short(name, 18), "end"))
         body.append(
-            f'<g class="box" data-group="{escape(name)}" data-n="{len(values)}" data-median="{med!r}">{title(hover)}'
+            f'<g class="box" data-group="{escape(name)}" data-n="{shown_n[i]}" data-median="{med!r}">{title(hover)}'
             f'<line class="whisker" x1="{coord(scale(lo))}" x2="{coord(scale(hi))}" y1="{coord(mid)}" '
             f'y2="{coord(mid)}" stroke="{color}"/>'
             f'<rect x="{coord(scale(q1))}" y="{coord(box_y)}" width="{coord(max(1.0, scale(q3) - scale(q1)))}" '

@@ -11,6 +11,7 @@ matched through where each review item came from (its ``origin``) and, for a gat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from ragreplay.compare.grid import ComparisonSummary
@@ -64,20 +65,38 @@ def with_run_failure_tags(store: Store, summary: RunSummary) -> RunSummary:
     return summary.model_copy(update={"failure_tags": tags})
 
 
-def shadow_failure_tags(store: Store, summary: ComparisonSummary) -> dict[str, FailureTags]:
-    """Per challenger of a shadow report, the failure tags of the reviews of its rows in the report."""
-    challenger_of = {f"shadow:{r.case_id}": r.challenger for r in summary.rows}
+def shadow_failure_tags(
+    store: Store, summary: ComparisonSummary, start: datetime | None = None
+) -> dict[str, FailureTags]:
+    """Per challenger of a shadow report, the failure tags of the reviews of its rows in the report: the
+    summary's rows, or (``start``: a summary from rollups, without rows) the judged rows with ``ts >= start``
+    that reviewed items name."""
+    found_items = list(reviewed(store, lambda _: True))
+    if start is None:
+        challenger_of = {f"shadow:{r.case_id}": r.challenger for r in summary.rows}
+    else:
+        ids = [
+            item.origin.removeprefix("shadow:")
+            for _, item, _ in found_items
+            if item.origin.startswith("shadow:")
+        ]
+        challenger_of = {
+            f"shadow:{row_id}": name
+            for row_id, name in store.shadow_rollups.judged_challengers(ids, start).items()
+        }
     by_challenger: dict[str, list[tuple[tuple[str, str], Review]]] = {s.name: [] for s in summary.challengers}
-    for queue, item, review in reviewed(store, lambda _: True):
+    for queue, item, review in found_items:
         name = challenger_of.get(item.origin)
         if name is not None:
             by_challenger.setdefault(name, []).append(((queue, item.key), review))
     return {name: tally_failure_tags(found) for name, found in by_challenger.items()}
 
 
-def with_shadow_failure_tags(store: Store, summary: ComparisonSummary) -> ComparisonSummary:
-    """``summary`` (a shadow report) with the failure tags per challenger."""
-    return summary.model_copy(update={"failure_tags": shadow_failure_tags(store, summary)})
+def with_shadow_failure_tags(
+    store: Store, summary: ComparisonSummary, start: datetime | None = None
+) -> ComparisonSummary:
+    """``summary`` (a shadow report) with the failure tags per challenger (see :func:`shadow_failure_tags`)."""
+    return summary.model_copy(update={"failure_tags": shadow_failure_tags(store, summary, start)})
 
 
 def question_failure_tags(store: Store, keys: Iterable[str]) -> FailureTags:

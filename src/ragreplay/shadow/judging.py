@@ -99,6 +99,7 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
     ]
     if failed:
         return ShadowJudgmentRecord(**record, error="; ".join(failed), payload=payload)
+    payload["wrong_language"] = list(wrong_language(row))
     no_dates: dict[str, date] = {}
     rng = random.Random(f"{judges.seed}:{row.id}") if judges.seed is not None else random.Random()
     fit_task = judges.fit_judge.judge(row.to_case(), row.query, row.challenger_answer.to_answer())
@@ -136,6 +137,22 @@ async def judge_row(judges: ShadowJudges, row: ShadowRow, at: datetime) -> Shado
     fit_call = None if isinstance(judgment, BaseException) else judgment
     payload["cost_usd"], payload["unpriced_calls"] = total_cost([fit_call, *calls])
     return ShadowJudgmentRecord(**record, fit=fit, winner=winner, consistent=consistent, payload=payload)
+
+
+def wrong_language(row: ShadowRow) -> tuple[bool, bool]:
+    """Whether the champion's and the challenger's answers are not in the question's language (the report's
+    hygiene check), kept with the judgment so the rollups count it."""
+    return answers_in_wrong_language(
+        row.query, row.tags, row.champion_answer.text, row.challenger_answer.text
+    )
+
+
+def answers_in_wrong_language(
+    question: str, tags: Mapping[str, str], champion: str, challenger: str
+) -> tuple[bool, bool]:
+    """Whether each answer is not in the language expected for ``question`` (see :func:`wrong_language`)."""
+    expected = _expected_language(question, tags.get("language", ""))
+    return is_wrong_language(champion, expected), is_wrong_language(challenger, expected)
 
 
 @dataclass
@@ -214,6 +231,11 @@ def compare_row(row: ShadowRow, record: ShadowJudgmentRecord, feedback: Feedback
     """The comparison row of a judged shadow row: figures from the row, decisions from the judgment, and the
     user's ``feedback`` on the champion's answer when there is some."""
     return _Collector().compare_row(row, record, feedback)
+
+
+def compare_rows() -> Callable[[ShadowRow, ShadowJudgmentRecord, Feedback | None], CompareRow]:
+    """A :func:`compare_row` that remembers language checks across the rows it is given (for a stream)."""
+    return _Collector().compare_row
 
 
 def _names(values: Iterable[str]) -> str:

@@ -670,3 +670,27 @@ def m017_work_claims(conn: Connection) -> None:
         Column("stamp", Float, nullable=False),
     )
     md.create_all(conn)
+
+
+@migration(18)
+def m018_shadow_rollups(conn: Connection) -> None:
+    """Shadow rollups: per UTC hour and challenger the figures of the judged rows (the report's and the
+    dashboard's), per hour the requests whose newest judged row is in it; backfilled from the stored rows."""
+    md = MetaData()
+    Table(
+        "shadow_rollups",
+        md,
+        Column("hour", UTCDateTime, primary_key=True),
+        Column("challenger", Text, primary_key=True),
+        Column("data", Text, nullable=False),
+    )
+    Table(
+        "shadow_rollup_requests",
+        md,
+        Column("hour", UTCDateTime, primary_key=True),
+        Column("n", Integer, nullable=False),
+    )
+    md.create_all(conn)
+    from ragreplay.store.shadow_rollups import rebuild_all
+
+    rebuild_all(conn)

@@ -280,6 +280,23 @@ shadow_feedback = Table(
     Column("source", StorableText, nullable=False),
 )
 
+shadow_rollups = Table(
+    "shadow_rollups",
+    metadata,
+    Column("hour", UTCDateTime, primary_key=True),
+    Column("challenger", StorableText, primary_key=True),
+    Column("data", Text, nullable=False),
+)
+"""Per UTC hour and challenger, the figures of its judged shadow rows (``core/shadow_rollup.Rollup`` JSON)."""
+
+shadow_rollup_requests = Table(
+    "shadow_rollup_requests",
+    metadata,
+    Column("hour", UTCDateTime, primary_key=True),
+    Column("n", Integer, nullable=False),
+)
+"""Per UTC hour, the requests whose newest judged shadow row falls in it."""
+
 gates = Table(
     "gates",
     metadata,

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Row, and_, func, or_, select, update
 
 from ragreplay.core.shadow import ShadowAnswer, ShadowRow
+from ragreplay.store import shadow_rollups as rollups
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_rows, to_json
 
@@ -19,12 +20,16 @@ class ShadowRowsRepository(StoreBase):
 
     def write_shadow_rows(self, rows: Sequence[ShadowRow]) -> None:
         """Insert ``rows`` in one transaction; a row whose id is stored already is left as it is, so a
-        retried batch never duplicates."""
+        retried batch never duplicates. A new row whose judgment was saved before it (rare) goes into the
+        rollups then."""
         if not rows:
             return
         values = [_values(row) for row in rows]
         with self._write() as conn:
+            early = rollups.judged_before_written(conn, {row.id: row.request_id for row in rows})
             conn.execute(self._insert_ignore(shadow_rows, ["id"]), values)
+            if early is not None:
+                rollups.after_judgments(conn, early.row_ids, early.before)
 
     def iter_shadow_rows(
         self, since: datetime | None = None, unjudged_only: bool = False, limit: int | None = None

@@ -10,6 +10,7 @@ from sqlalchemy import Row, func, select
 
 from ragreplay.core.shadow import ShadowFeedback
 from ragreplay.core.types import Feedback
+from ragreplay.store import shadow_rollups as rollups
 from ragreplay.store.base import StoreBase, chunked
 from ragreplay.store.schema import shadow_feedback, shadow_rows
 
@@ -34,7 +35,9 @@ class ShadowFeedbackRepository(StoreBase):
             where=shadow_feedback.c.ts <= stmt.excluded.ts,
         )
         with self._write() as conn:
+            before = rollups.feedback_labels(conn, latest, lock=True)
             conn.execute(stmt, [_values(item) for item in latest.values()])
+            rollups.after_feedback(conn, before, latest)
 
     def shadow_feedback_for(self, request_ids: Iterable[str]) -> dict[str, ShadowFeedback]:
         """The stored feedback of each of ``request_ids`` that has any."""

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Row, Select, func, select, update
 from ragreplay.core.gc_pause import gc_paused
 from ragreplay.core.shadow import ShadowAnswer, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.types import Fit
+from ragreplay.store import shadow_rollups as rollups
 from ragreplay.store.base import BATCH_SIZE, StoreBase, chunked
 from ragreplay.store.schema import dumps, shadow_judgments, shadow_rows
 
@@ -36,6 +37,8 @@ class ShadowJudgmentsRepository(StoreBase):
         judging job's writes, through the jobs' writer)."""
         if not records:
             return
+        row_ids = [r.row_id for r in records]
+        before = rollups.before_judgments(conn, row_ids, _requests_of(conn, row_ids))
         insert = self._upsert if replace else self._insert_ignore
         conn.execute(insert(shadow_judgments, ["row_id"]), [_values(r) for r in records])
         by_time: dict[datetime, list[str]] = {}
@@ -47,6 +50,7 @@ class ShadowJudgmentsRepository(StoreBase):
                 if not replace:
                     marked = marked.where(shadow_rows.c.judged_at.is_(None))
                 conn.execute(marked.values(judged_at=at))
+        rollups.after_judgments(conn, row_ids, before)
 
     def count_unjudged_shadow_rows(self, since: datetime | None = None) -> int:
         """How many rows with ``ts >= since`` (all when ``None``) are not judged yet."""
@@ -71,6 +75,15 @@ class ShadowJudgmentsRepository(StoreBase):
         with self._read() as conn:
             for r in conn.execution_options(yield_per=BATCH_SIZE).execute(_judged(since)):
                 yield _pair(r)
+
+
+def _requests_of(conn: Connection, row_ids: Sequence[str]) -> dict[str, str]:
+    """The request id of each of ``row_ids`` that is a stored row."""
+    found: dict[str, str] = {}
+    for part in chunked(list(dict.fromkeys(row_ids))):
+        query = select(shadow_rows.c.id, shadow_rows.c.request_id).where(shadow_rows.c.id.in_(part))
+        found.update((row_id, request_id) for row_id, request_id in conn.execute(query))
+    return found
 
 
 def _values(record: ShadowJudgmentRecord) -> dict[str, Any]:

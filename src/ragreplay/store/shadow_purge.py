@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Delete, Select, and_, delete, exists, func, select
 from sqlalchemy.engine.interfaces import DBAPICursor
 
+from ragreplay.store import shadow_rollups as rollups
 from ragreplay.store.base import StoreBase
 from ragreplay.store.connect import StoreError
 from ragreplay.store.schema import shadow_feedback, shadow_judgments, shadow_rows
@@ -81,11 +82,13 @@ class ShadowPurgeRepository(StoreBase):
 
     def purge_shadow_before(self, cutoff: datetime) -> PurgeCounts:
         """Delete the shadow rows with ``ts < cutoff``, their judgments, and the feedback with ``ts < cutoff``
-        whose request has no shadow row left, all in one transaction: an error anywhere deletes nothing."""
+        whose request has no shadow row left, all in one transaction with the rollups' update (the hours before
+        the cutoff's dropped, the cutoff's own rebuilt): an error anywhere deletes nothing."""
         with self._write() as conn:
             judgments = self._purge_shadow_judgments(conn, cutoff)
             rows = self._purge_shadow_rows(conn, cutoff)
             feedback = self._purge_shadow_feedback(conn, cutoff)
+            rollups.after_purge(conn, cutoff)
         return PurgeCounts(rows=rows, judgments=judgments, feedback=feedback)
 
     def _purge_shadow_judgments(self, conn: Connection, cutoff: datetime) -> int:

@@ -31,6 +31,7 @@ from ragreplay.store.shadow_browse import ShadowBrowseRepository
 from ragreplay.store.shadow_feedback import ShadowFeedbackRepository
 from ragreplay.store.shadow_judgments import ShadowJudgmentsRepository
 from ragreplay.store.shadow_purge import ShadowPurgeRepository
+from ragreplay.store.shadow_rollups import ShadowRollupsRepository
 from ragreplay.store.shadow_window import ShadowWindowRepository
 from ragreplay.store.work_claims import WorkClaimsRepository
 
@@ -38,17 +39,17 @@ from ragreplay.store.work_claims import WorkClaimsRepository
 class Store(StoreBase):
     """Everything ragreplay keeps, one small repository per feature, over one engine.
 
-    ``cases`` (ingested sources, conversations, cases, skips), ``rewrites`` (the question pinned to each
-    case), ``runs`` (replay runs and results), ``cache`` (model responses), ``comparisons``, the shadow log
+    ``cases`` (ingested sources, conversations, cases, skips), ``rewrites`` (the question pinned to each case),
+    ``runs`` (replay runs and results), ``cache`` (model responses), ``comparisons``, the shadow log
     (``shadow_rows``, ``shadow_judgments``, ``shadow_feedback``, ``shadow_browse`` for the dashboard's reads,
-    ``shadow_purge`` for retention, ``shadow_window`` for the regression set's streamed window), ``regsets``
-    (regression set versions, their items and overrides) and
+    ``shadow_purge`` for retention, ``shadow_rollups`` for the figures per hour, ``shadow_window`` for the
+    regression set's streamed window), ``regsets`` (regression set versions, their items and overrides) and
     ``gates`` (promotion gates and their items), ``reviews`` (reviewers, review queues, reservations,
     reviews), ``review_sessions`` (the review screen's logins), ``review_judgments`` (judgments of review items
     by judge version), ``calibration_history`` (each judge version's agreement with reviewers over time),
-    ``evals`` (`ragreplay eval` runs and their rows' scores), ``golden`` (golden set versions and their rows) and
-    ``secrets`` (e.g. the shadow's user-id salt), ``work_claims`` (items claimed by the workers sharing a job,
-    and their shared rate buckets).
+    ``evals`` (`ragreplay eval` runs and their rows' scores), ``golden`` (golden set versions and their rows),
+    ``secrets`` (e.g. the shadow's user-id salt) and ``work_claims`` (items claimed by the workers sharing a
+    job, and their shared rate buckets).
     Each service takes the repository (or the protocol in ``ragreplay.ports``) it needs. Every method is
     synchronous and commits its own transaction; :meth:`write_batch` writes across repositories in one. A store
     may be used from one thread other than the one that opened it (the jobs' writer thread).
@@ -67,6 +68,7 @@ class Store(StoreBase):
         self.shadow_feedback = ShadowFeedbackRepository(engine, display_url)
         self.shadow_browse = ShadowBrowseRepository(engine, display_url)
         self.shadow_purge = ShadowPurgeRepository(engine, display_url)
+        self.shadow_rollups = ShadowRollupsRepository(engine, display_url)
         self.gates = GatesRepository(engine, display_url)
         self.secrets = SecretsRepository(engine, display_url)
         self.regsets = RegsetsRepository(engine, display_url)

@@ -1,9 +1,10 @@
 """What each dashboard page shows, as plain JSON-ready data: the HTML page renders exactly this and its ``.json``
 twin returns it, so the two never disagree.
 
-Figures come from the same code as ``ragreplay shadow report`` (:func:`stored_shadow_summary`, the cells of
-:mod:`ragreplay.report.compare_labels`); lists of rows come from bounded keyset queries of the store.
-"""
+Figures come from the same code as ``ragreplay shadow report`` (the store's rollups through
+:func:`~ragreplay.shadow.rollup_summary.rollup_figures`, the cells of :mod:`ragreplay.report.compare_labels`);
+lists of rows come from bounded keyset queries of the store (a page at most :data:`MAX_LIMIT` rows, with a
+``next`` cursor). No page reads the window's rows whole."""
 
 from __future__ import annotations
 
@@ -21,18 +22,18 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from ragreplay.compare.grid import ComparisonSummary
-from ragreplay.core.compare_stats import ChallengerSummary, CompareRow
+from ragreplay.core.compare_stats import ChallengerSummary
 from ragreplay.core.review import Agreement
 from ragreplay.core.shadow import ShadowAnswer, ShadowFeedback, ShadowJudgmentRecord, ShadowRow
 from ragreplay.core.storable import storable_text
-from ragreplay.core.types import Fit
 from ragreplay.errors import ConfigError
 from ragreplay.judges.position import PairOutcome
 from ragreplay.report.compare_labels import TAG_COLUMNS, grid_rows, header_lines, tag_rows
 from ragreplay.report.word_diff import word_diff
 from ragreplay.review.calibration import calibration_report
 from ragreplay.review.failure_tags import simulated_reviewers
-from ragreplay.shadow.judging import parse_since, shadow_figures, stored_shadow_summary
+from ragreplay.shadow.judging import parse_since
+from ragreplay.shadow.rollup_summary import rollup_figures
 from ragreplay.store import Store
 from ragreplay.store.shadow_browse import OUTCOMES, DayFigures
 from ragreplay.web.overview_charts import overview_charts
@@ -107,18 +108,15 @@ def row_link(row_id: str, suffix: str = "") -> str:
 # --- the overview ---------------------------------------------------------------------------------------------
 
 
-def _could_not_score(rows: Sequence[CompareRow], name: str) -> int:
+def _could_not_score(days: Sequence[DayFigures], name: str) -> int:
     # "Could not score" is either judge: the agreement judge said UNSCORABLE or the pairwise judge gave no
     # winner. Rows with a failed side are errors, counted apart, as in the report.
-    return sum(
-        r.challenger == name and r.error is None and (r.agreement == Fit.UNSCORABLE or r.preference is None)
-        for r in rows
-    )
+    return sum(d.unscorable for d in days if d.challenger == name)
 
 
-def headline(s: ChallengerSummary, rows: Sequence[CompareRow], since: str) -> dict[str, Any]:
+def headline(s: ChallengerSummary, days: Sequence[DayFigures], since: str) -> dict[str, Any]:
     """The two numbers at the top for one challenger (agreement; preference when they disagree), each with its
-    interval and n, and how many rows a judge could not score."""
+    interval and n, and how many rows a judge could not score (``days``: the window's per-day figures)."""
     a, p = s.agreement, s.preference_disagreements
     return {
         "challenger": s.name,
@@ -138,7 +136,7 @@ def headline(s: ChallengerSummary, rows: Sequence[CompareRow], since: str) -> di
         "ties": p.ties,
         "preference_p_value": p.p_value,
         "preference_warning": p.warning,
-        "unscorable": _could_not_score(rows, s.name),
+        "unscorable": _could_not_score(days, s.name),
         "agreement_unscorable": s.agreement_unscorable,
         "preference_unscorable": s.preference_unscorable,
         "latency_delta_p50_ms": s.latency.delta_p50,
@@ -309,23 +307,43 @@ def failure_tag_counts(store: Store, start: datetime) -> list[dict[str, Any]]:
     return [{"tag": tag, "items": n} for tag, n in counts]
 
 
+MAX_TAG_ROWS = 500
+"""The per-tag table lists at most this many (challenger, tag, value) rows, the most frequent first when there
+are more (``by_tag.left_out`` counts the rest)."""
+
+
+def _tag_table(summary: ComparisonSummary, text: str) -> dict[str, Any]:
+    cells = tag_rows(summary)
+    left_out = 0
+    if len(cells) > MAX_TAG_ROWS:
+        sizes = {(s.name, t.tag, t.value): t.n for s in summary.challengers for t in s.by_tag}
+        keys = [(s.name, t.tag, t.value) for s in summary.challengers for t in s.by_tag]
+        keep = set(sorted(range(len(keys)), key=lambda i: -sizes[keys[i]])[:MAX_TAG_ROWS])
+        left_out = len(cells) - len(keep)
+        cells = [c for i, c in enumerate(cells) if i in keep]
+    return {
+        "columns": list(TAG_COLUMNS),
+        "rows": cells,
+        "links": [link("/rows", challenger=r[0], tag=r[1], since=text) for r in cells],
+        "left_out": left_out,
+    }
+
+
 def index_data(
     store: Store, since: str | None, now: datetime | None = None, full: bool = True
 ) -> dict[str, Any]:
     """Everything the overview shows for the window ``since``: the headline per challenger, the report's grid
-    and per-tag cells, the users' feedback, warnings, the per-day table, and (``full``) the whole summary with
-    every row's texts. The HTML page shows figures only, so it reads the window without texts
-    (:func:`~ragreplay.shadow.judging.shadow_figures`: the same numbers, less time and memory), and gets the
-    charts drawn from them instead (``charts``, SVG markup: :mod:`ragreplay.web.overview_charts`)."""
+    and per-tag cells, the users' feedback, warnings, the per-day table, and (``full``, the JSON twin) the
+    whole summary of figures (no rows: they are paged at ``/rows.json``, linked as ``links.rows_json``); the
+    HTML page gets the charts drawn from the same figures instead (``charts``, SVG markup:
+    :mod:`ragreplay.web.overview_charts`). Figures come from the store's rollups
+    (:mod:`ragreplay.shadow.rollup_summary`): the cost grows with the window's hours, not its rows."""
     now = now or datetime.now(UTC)
     text, start = since_start(since, now)
-    if full:
-        summary = stored_shadow_summary(store, start)
-    else:
-        summary = shadow_figures(store, start, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC")
+    figures = rollup_figures(store, start, f"shadow rows since {start:%Y-%m-%d %H:%M} UTC")
+    summary = figures.summary
     names = [s.name for s in summary.challengers]
-    days = day_rows(store.shadow_browse.shadow_daily_figures(start), names, start, now)
-    tag_cells = tag_rows(summary)
+    days = day_rows(figures.days, names, start, now)
     return {
         "since": text,
         "start": start.isoformat(),
@@ -334,25 +352,25 @@ def index_data(
         "calibration": calibration_banner(store),
         "failure_tags": failure_tag_counts(store, start),
         "simulated_reviewers": simulated_reviewers(store),
-        "judged": len(summary.rows),
+        "judged": sum(s.n_cases for s in summary.challengers),
         "requests": summary.n_cases,
         "about": [[k, v] for k, v in header_lines(summary) if k != "comparison"],
         "headline": [
-            {**headline(s, summary.rows, text), "trend": _trend(days, s.name)} for s in summary.challengers
+            {**headline(s, figures.days, text), "trend": _trend(days, s.name)} for s in summary.challengers
         ],
         "grid": {
             "columns": names,
             "rows": [[label, cells] for label, cells in grid_rows(summary)],
         },
-        "by_tag": {
-            "columns": list(TAG_COLUMNS),
-            "rows": tag_cells,
-            "links": [link("/rows", challenger=r[0], tag=r[1], since=text) for r in tag_cells],
-        },
+        "by_tag": _tag_table(summary, text),
         "feedback": _feedback_table(summary),
         "warnings": list(summary.warnings),
         "by_day": days,
-        "links": {"rows": link("/rows", since=text), "json": link("/index.json", since=text)},
+        "links": {
+            "rows": link("/rows", since=text),
+            "rows_json": link("/rows.json", since=text),
+            "json": link("/index.json", since=text),
+        },
         **(
             {"summary": summary.model_dump(mode="json")}
             if full
