@@ -25,14 +25,18 @@ from ragreplay.cli.common import (
     open_store,
     settings_from,
 )
+from ragreplay.cli.eval_workers import WorkerFlags, eval_local, eval_one_worker, with_worker
+from ragreplay.cli.local_workers import check_lease, check_workers
 from ragreplay.core.eval import EvalRow
 from ragreplay.core.rubric import Rubric
 from ragreplay.datasets.golden import eval_rows, resolve
 from ragreplay.errors import ConfigError
 from ragreplay.evaluation.run import EvalReport, evaluate_dataset, stored_report
+from ragreplay.evaluation.shared import EvalOptions
 from ragreplay.evaluation.target_rows import EvalTarget, load_eval_target
 from ragreplay.ingest.eval_dataset import read_eval_dataset
 from ragreplay.ingest.rubric_file import read_rubric
+from ragreplay.jobs.claims import DEFAULT_LEASE_S
 from ragreplay.jobs.runner import Progress
 from ragreplay.metrics.llm_batch import MAX_ROWS_PER_CALL
 from ragreplay.report.eval_html import EVAL_REPORT_FORMATS, render_eval_report
@@ -41,8 +45,11 @@ from ragreplay.store import Store
 from ragreplay.store.evals import EvalRunRecord
 
 
-def _emit(report: EvalReport, fmt: str, output: Path | None) -> None:
-    emit_text(render_eval_report(report, fmt), output)
+def _emit(report: EvalReport, fmt: str, output: Path | None, worker: dict[str, object] | None = None) -> None:
+    text = render_eval_report(report, fmt)
+    if worker is not None and fmt == "json":
+        text = with_worker(text, worker)
+    emit_text(text, output)
     errored = report.summary.errors
     if errored:
         err_console.print(
@@ -176,6 +183,28 @@ def eval_command(
         typer.Option("--fresh", help="Start a new eval run even if one of the same rows and judge exists"),
     ] = False,
     config: ConfigOption = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Score as N worker processes that claim rows from the store (each row scored once, the "
+            "providers' rate limits shared); on several machines, run it on each with the same dataset file "
+            "against one PostgreSQL store (or --workers 1 --eval-id ID). --concurrency then applies to each"
+        ),
+    ] = None,
+    lease: Annotated[
+        float,
+        typer.Option(
+            help="With --workers: seconds a worker's claim lasts unrenewed (a dead worker's rows go to the "
+            "others after this)"
+        ),
+    ] = DEFAULT_LEASE_S,
+    eval_id: Annotated[
+        str | None,
+        typer.Option(
+            "--eval-id",
+            help="With --workers: join this eval run (its full id); the dataset and options must be its own",
+        ),
+    ] = None,
 ) -> None:
     """Score a dataset: retrieval metrics (rows with judgments), lexical metrics (rows with a reference) and
     LLM-judged claim-level faithfulness, correctness, answer and context relevance (one judge call per row);
@@ -187,8 +216,17 @@ def eval_command(
 
     Each row is saved as it is scored: the same command resumes a killed run without repeating a call, and shows
     a finished one again without a call. Exit 0 all rows scored, 1 some errored, 2 an input mistake.
+
+    With --workers N, N processes share the run through the store, each claiming rows not scored yet; more
+    machines join with the same command (same dataset file) against one PostgreSQL store.
     """
     check_choice(fmt, EVAL_REPORT_FORMATS)
+    check_workers(workers)
+    check_lease(lease)
+    if eval_id is not None and (workers is None or fresh):
+        raise ConfigError(
+            f"--eval-id {eval_id}: joins an eval run as a worker. Fix: add --workers 1 (or N), without --fresh"
+        )
     graded_by = _judge_options(judge, rubric, repeats, rows_per_call)
     golden = dataset.startswith(GOLDEN_PREFIX)
     if golden and target is None:
@@ -198,6 +236,11 @@ def eval_command(
         )
     settings = settings_from(config, db=db, concurrency=concurrency, cache=cache)
     answering = load_eval_target(target) if target is not None else None
+    if workers is not None:
+        flags = WorkerFlags(judge, target, rubric, repeats, rows_per_call, config)
+        options = EvalOptions(judge, graded_by, repeats, answering, rows_per_call)
+        _eval_workers(settings, dataset, options, flags, fresh, workers, lease, eval_id, fmt, output, golden)
+        return
     with open_store(settings.db, create=not golden) as store:
         try:
             report = asyncio.run(
@@ -209,6 +252,53 @@ def eval_command(
             )
             raise typer.Exit(130) from None
     _emit(report, fmt, output)
+
+
+def _eval_workers(
+    settings: Settings,
+    dataset: str,
+    options: EvalOptions,
+    flags: WorkerFlags,
+    fresh: bool,
+    workers: int,
+    lease: float,
+    eval_id: str | None,
+    fmt: str,
+    output: Path | None,
+    golden: bool,
+) -> None:
+    """``eval --workers``: this process as one worker (1), or N worker processes started here."""
+    worker: dict[str, object] | None = None
+    with open_store(settings.db, create=not golden) as store:
+        try:
+            try:
+                rows, name = _dataset_rows(store, dataset, options.target)
+            except BaseException:
+                if options.target is not None:
+                    asyncio.run(options.target.target.aclose())
+                raise
+            if workers == 1:
+                report, worker = eval_one_worker(store, settings, rows, name, options, fresh, eval_id, lease)
+                failed = 0
+            else:
+                if options.target is not None:  # the workers load it again: here it only names the run
+                    asyncio.run(options.target.target.aclose())
+                found, failed = eval_local(store, settings, rows, name, options, flags, fresh, workers, lease)
+                if found is None:
+                    err_console.print(
+                        "the eval run is not finished: run the same command again to resume it",
+                        highlight=False,
+                    )
+                    raise typer.Exit(failed or 1)
+                report = found
+        except KeyboardInterrupt:
+            err_console.print(
+                "\n[yellow]interrupted.[/yellow] Scored rows are saved; run the same command again to resume."
+            )
+            raise typer.Exit(130) from None
+    _emit(report, fmt, output, worker)
+    if failed:
+        raise typer.Exit(failed)
 
 
 def eval_report(

@@ -13,3 +13,8 @@ PARKED_WORKER = "parked"
 def run_queue(run_id: str) -> str:
     """The queue of the cases of replay run ``run_id`` that are not done (``ragreplay run --workers``)."""
     return f"replay:{run_id}"
+
+
+def eval_queue(eval_id: str) -> str:
+    """The queue of the rows of eval run ``eval_id`` not scored yet (``ragreplay eval --workers``)."""
+    return f"eval:{eval_id}"

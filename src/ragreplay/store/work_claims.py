@@ -1,7 +1,7 @@
 """Work claims: several worker processes, on one machine or many, share one job through the store.
 
-A job's items are a *queue* (a name such as ``shadow-judge``, or ``replay:<run id>`` for the cases of one
-replay run). A worker claims a batch of items in one short
+A job's items are a *queue* (a name such as ``shadow-judge``, ``replay:<run id>`` for the cases of one
+replay run, or ``eval:<eval id>`` for the rows of one eval run). A worker claims a batch of items in one short
 transaction: first the items whose claim has expired (their worker died or lost the store), then new items
 in the job's order after the worker's cursor that nobody holds. A claim is a row of ``work_claims`` with the
 worker's id and the end of its lease (seconds since the epoch, on the store's clock, so machines whose clocks
@@ -34,9 +34,10 @@ from sqlalchemy import Connection, and_, delete, exists, func, or_, select, text
 from ragreplay.core.runs import ResultRecord, ResultStatus
 from ragreplay.core.shadow import ShadowRow
 from ragreplay.store.base import StoreBase, chunked
-from ragreplay.store.claim_queues import PARKED_UNTIL, PARKED_WORKER, run_queue
+from ragreplay.store.claim_queues import PARKED_UNTIL, PARKED_WORKER, eval_queue, run_queue
+from ragreplay.store.evals import EvalRowRecord, row_record
 from ragreplay.store.runs import result_record
-from ragreplay.store.schema import cases, rate_buckets, results, shadow_rows, work_claims
+from ragreplay.store.schema import cases, eval_rows, rate_buckets, results, shadow_rows, work_claims
 from ragreplay.store.shadow import _row as shadow_row
 
 T = TypeVar("T")
@@ -147,6 +148,36 @@ class WorkClaimsRepository(StoreBase):
             return [(r.case_id, result_record(r)) for r in conn.execute(query)]
 
         source = _Source(pending, fresh, lambda result: result.case_id)
+        return self._claim(queue, worker, n, lease_s, after, source)
+
+    def claim_eval_rows(
+        self, worker: str, eval_id: str, n: int, lease_s: float, after: str | None = None
+    ) -> ClaimBatch[EvalRowRecord]:
+        """Claim up to ``n`` rows of eval run ``eval_id`` not scored yet (stored with an error: placeholders,
+        rows answered but not judged, errored rows) for ``worker`` (leased ``lease_s`` seconds): expired claims
+        first, then rows after the row id ``after`` nobody holds (parked ones included), in row id order."""
+        queue = eval_queue(eval_id)
+
+        def pending(conn: Connection, ids: Sequence[str]) -> dict[str, EvalRowRecord]:
+            query = select(eval_rows).where(
+                eval_rows.c.eval_id == eval_id, eval_rows.c.row_id.in_(ids), eval_rows.c.error.is_(True)
+            )
+            return {r.row_id: row_record(r) for r in conn.execute(query)}
+
+        def fresh(conn: Connection, cursor: Any, size: int) -> list[tuple[str, EvalRowRecord]]:
+            held = exists().where(work_claims.c.queue == queue, work_claims.c.item_id == eval_rows.c.row_id)
+            query = (
+                select(eval_rows)
+                .where(eval_rows.c.eval_id == eval_id, eval_rows.c.error.is_(True), ~held)
+                .order_by(eval_rows.c.row_id)
+                .limit(size)
+                .with_for_update(of=eval_rows, skip_locked=True)
+            )
+            if cursor is not None:
+                query = query.where(eval_rows.c.row_id > cursor)
+            return [(r.row_id, row_record(r)) for r in conn.execute(query)]
+
+        source = _Source(pending, fresh, lambda row: row.row_id)
         return self._claim(queue, worker, n, lease_s, after, source)
 
     def park(self, queue: str, worker: str, item_ids: Sequence[str]) -> int:
