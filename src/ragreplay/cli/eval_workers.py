@@ -80,7 +80,8 @@ def eval_one_worker(
         )
     finally:
         bar.stop()
-    report = dataclasses.replace(stored_report(store, record), reshown=outcome is None)
+    finished = record if outcome is None else outcome.record
+    report = dataclasses.replace(stored_report(store, finished), reshown=outcome is None)
     scored = 0 if outcome is None else outcome.progress.done
     errors = 0 if outcome is None else outcome.progress.errors
     marked = outcome is not None and outcome.marked_done
