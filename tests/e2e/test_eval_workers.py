@@ -192,3 +192,5 @@ def test_worker_mistakes_are_refused(tmp_path: Path, store_url: str) -> None:
         assert proc.returncode == 2, err.decode()
         assert message in " ".join(err.decode().split()), err.decode()
         assert b"Traceback" not in err
+    _, rows = _stored(store_url)  # the refused worker added nothing to the run
+    assert [r.row_id for r in rows] == [f"r{i:03d}" for i in range(4)] and not any(r.error for r in rows)

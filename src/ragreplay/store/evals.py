@@ -102,7 +102,8 @@ class EvalsRepository(StoreBase):
         (:meth:`~ragreplay.store.work_claims.WorkClaimsRepository.claim_eval_rows`). A run found ``done`` with no
         errored row comes back as it is (nothing to score); one found ``interrupted``, or ``done`` with errored
         rows, is set ``running`` again and the rows parked by its last attempt are freed to be tried again; one
-        found ``running`` is joined as it is (other workers are at work on it)."""
+        found ``running`` is joined as it is (other workers are at work on it). A run named by ``eval_id`` whose
+        hash is not ``candidate``'s comes back unchanged (the caller refuses to join it)."""
         with self._write() as conn:
             digest: str | None = candidate.config_hash
             if eval_id is not None:
@@ -133,6 +134,8 @@ class EvalsRepository(StoreBase):
                 self._add_pending(conn, candidate.id, pending)
                 return candidate, False
             found = _record(row)
+            if found.config_hash != candidate.config_hash:  # another dataset or options: the caller refuses
+                return found, True
             stored = conn.execute(
                 select(func.count()).select_from(eval_rows).where(eval_rows.c.eval_id == found.id)
             ).scalar_one()
