@@ -1,14 +1,22 @@
 """The store's side of `eval --workers`, on SQLite and PostgreSQL: a shared eval run found or created under a
 lock by starters at once (one run, a placeholder for every row), claims over its rows not scored (disjoint,
 scored and parked rows never claimed), a scored row never replaced by a later write (first wins), and the run
-marked done once."""
+marked done once; a row the target answered before a kill handed to the job with its saved answer."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import UTC, datetime
+from typing import cast
 
+from ragreplay.core.eval import EvalRow, RowScores
 from ragreplay.core.runs import RunStatus
+from ragreplay.core.types import Answer
+from ragreplay.evaluation.job import EvalJob
+from ragreplay.evaluation.shared import EvalOptions, SharedEval, eval_feed, join_shared_eval
+from ragreplay.evaluation.target_rows import UNSCORED
+from ragreplay.jobs.writer import StoreWriter
 from ragreplay.store import Store
 from ragreplay.store.claim_queues import PARKED_WORKER, eval_queue
 from ragreplay.store.evals import EvalRowRecord, EvalRunRecord
@@ -102,3 +110,32 @@ def test_claims_are_disjoint_scored_rows_stay_first_and_the_run_is_marked_done_o
     again, existed = store.evals.join_eval(_candidate("eval_b"), _pending("eval_b"))
     assert existed and again.id == "eval_a" and again.status == RunStatus.RUNNING
     assert store.evals.end_shared_eval("eval_a", RunStatus.INTERRUPTED) is True
+
+
+def test_a_claimed_row_the_target_answered_before_is_not_asked_again(store: Store) -> None:
+    rows = [EvalRow(id=i, question=f"q {i}", answer="") for i in IDS[:3]]
+    options = EvalOptions(judge_spec="fake:default")
+    record, _ = join_shared_eval(store, rows, "rows.jsonl", options)
+    answer = Answer(text="saved answer")
+    saved = RowScores(row_id="r01", question="q r01", target_answer=answer, error=UNSCORED)
+    store.evals.save_eval_rows(
+        [
+            EvalRowRecord(
+                eval_id=record.id, row_id="r01", position=1, error=True, payload=saved.model_dump(mode="json")
+            )
+        ]
+    )
+
+    async def claim() -> tuple[list[str], dict[str, Answer]]:
+        job = EvalJob(record.id, None, cast(StoreWriter, None), {r.id: i for i, r in enumerate(rows)})
+        feed = eval_feed(job, {r.id: r for r in rows}, SharedEval(store.work_claims, "w", 30))
+        try:
+            got, _ = feed.queue.claim(10)
+        finally:
+            await feed.close()
+        return [r.id for r in got], job.answers
+
+    claimed, answers = asyncio.run(claim())
+    assert claimed == IDS[:3]
+    assert answers == {"r01": answer}  # handed to the job: the target is not asked again for it
+    assert store.work_claims.claims(eval_queue(record.id)) == {}  # released on close
