@@ -171,6 +171,48 @@ def test_a_worker_killed_mid_run_loses_nothing_and_the_other_finishes_the_run_on
     assert _stored(store_url)[0].finished_at == finished.finished_at  # finished once
 
 
+def test_ctrl_c_on_the_only_worker_marks_the_run_interrupted_and_a_worker_joining_it_finishes_it(
+    tmp_path: Path, store_url: str
+) -> None:
+    data = _dataset(tmp_path, 60)
+    first_log, second_log = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    worker = ["--workers", "1", "--lease", "2", "--concurrency", "4", "--format", "json"]
+    first = _cli(
+        _args(data, store_url, *worker),
+        {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(first_log), "RAGREPLAY_FAKE_HANG_AFTER": "15"},
+    )
+    deadline = time.monotonic() + 60
+    while len(_keys(first_log)) < 15 and time.monotonic() < deadline:
+        assert first.poll() is None, first.stderr.read() if first.stderr else ""
+        time.sleep(0.05)
+    time.sleep(0.5)
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=30)
+    assert first.returncode == 130, err.decode()
+    assert b"Traceback" not in err
+    store = Store.open(store_url)
+    try:
+        (record,) = store.evals.list_evals()
+        assert record.status == "interrupted"  # no other worker was at work
+        assert store.work_claims.claims(eval_queue(record.id)) == {}  # its claims released at once
+        assert 0 < store.evals.unscored(record.id) < 60
+    finally:
+        store.close()
+
+    second = _cli(
+        _args(data, store_url, *worker, "--eval-id", record.id),
+        {**os.environ, "RAGREPLAY_FAKE_CALL_LOG": str(second_log)},
+    )
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err.decode()
+    report = json.loads(out)
+    assert report["worker"]["marked_done"] is True and report["run"]["status"] == "done"
+    expected, reference_calls = _reference(tmp_path, data)
+    assert _comparable(report) == expected
+    made = Counter(_keys(first_log)) + Counter(_keys(second_log))
+    assert not reference_calls - made and not made - reference_calls  # nothing skipped, nothing paid twice
+
+
 def test_worker_mistakes_are_refused(tmp_path: Path, store_url: str) -> None:
     data = _dataset(tmp_path, 4)
     first = _cli(_args(data, store_url, "--workers", "1", "--format", "json"), dict(os.environ))
