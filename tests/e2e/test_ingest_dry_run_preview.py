@@ -72,3 +72,19 @@ def test_cli_dry_run_json_has_the_preview(tmp_path: Path, capsys: pytest.Capture
     assert {"question", "answer", "origin", "chunk_ids", "feedback"} <= summary["preview"][0].keys()
     assert summary["records_read"] == {"line (a conversation)": summary["conversations"]}
     assert summary["records_ignored"] == {}
+
+
+def test_a_failed_ingest_leaves_no_empty_store_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write(
+        tmp_path, "bad.jsonl", '{"id": "c1", "messages": [{"role": "human", "content": "hi"}]}\n{oops\n'
+    )
+    db = tmp_path / "new.db"
+    assert main(["ingest", str(bad), "--db", str(db)]) == 2
+    assert "bad.jsonl:2" in capsys.readouterr().err
+    assert not db.exists() and not list(tmp_path.glob("new.db*"))
+    good = LOGS / "canonical_good.jsonl"
+    assert main(["ingest", str(good), "--db", str(db)]) == 0
+    assert main(["ingest", str(bad), "--db", str(db)]) == 2  # an existing store stays, with what it held
+    assert db.exists()

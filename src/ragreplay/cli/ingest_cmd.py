@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Annotated
@@ -26,7 +28,7 @@ from ragreplay.errors import ConfigError
 from ragreplay.ingest import IngestSummary, ingest_file, validate_file
 from ragreplay.ingest.mapping import FieldMapping
 from ragreplay.ingest.yaml_files import load_model, read_yaml
-from ragreplay.store.location import store_exists
+from ragreplay.store.location import sqlite_file, store_exists
 
 _SHOWN_APART = ("preview", "records_read", "records_ignored")
 
@@ -42,6 +44,23 @@ def _summary_table(summary: IngestSummary, title: str) -> Table:
         else:
             table.add_row(key, str(value))
     return table
+
+
+@contextmanager
+def _removed_if_left_empty(db: str) -> Iterator[None]:
+    """A SQLite store this ingest creates is deleted again when the ingest fails: a bad file leaves no empty
+    store behind (the ingest's transaction rolled back, so the store holds nothing)."""
+    created = None if store_exists(db) else sqlite_file(db)
+    try:
+        yield
+    except BaseException:
+        if created is not None:
+            for leftover in (
+                created,
+                *(created.with_name(created.name + s) for s in ("-wal", "-shm", "-journal")),
+            ):
+                leftover.unlink(missing_ok=True)
+        raise
 
 
 def _dry_run(path: Path, fmt: str | None, mapping: FieldMapping | None, db: str) -> IngestSummary:
@@ -165,6 +184,7 @@ def ingest(
             console.print(table)
         return
     with (
+        _removed_if_left_empty(settings.db),
         open_store(settings.db, create=True) as store,
         progress_display(
             "[progress.description]{task.description}",
