@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Select, select, text
 
 from ragreplay.store import Store
-from ragreplay.store.schema import shadow_feedback, shadow_rows, work_claims
+from ragreplay.store.schema import eval_rows, shadow_feedback, shadow_rows, work_claims
 from ragreplay.store.shadow_window import _window
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -40,6 +40,12 @@ QUERIES = {
     "labels of requests": lambda: select(shadow_feedback).where(shadow_feedback.c.request_id.in_(["q1"])),
     "expired claims of a queue": lambda: select(work_claims.c.item_id).where(
         work_claims.c.queue == "shadow", work_claims.c.lease_until < 1.0
+    ),
+    "an eval run's rows not scored after a cursor (eval --workers, claims)": lambda: (
+        select(eval_rows.c.row_id)
+        .where(eval_rows.c.eval_id == "e1", eval_rows.c.error.is_(True), eval_rows.c.row_id > "r1")
+        .order_by(eval_rows.c.row_id)
+        .limit(100)
     ),
 }
 
